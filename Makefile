@@ -1,0 +1,31 @@
+# `make demo` and `make test` bootstrap .venv on a fresh machine.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test test-all venv bench clean
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e ".[test]"
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/python -m examples.demo
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+test-all: $(STAMP)
+	$(BIN)/python -m pytest -m ""
+
+bench: $(STAMP)
+	$(BIN)/python -m benchmarks.runtime --quick --out results/runtime
+	$(BIN)/python -m benchmarks.scan --quick --out results/scan
+
+clean:
+	rm -rf $(VENV) results .pytest_cache
