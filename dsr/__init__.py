@@ -1,3 +1,14 @@
-"""dsr: dynamical-systems reconstruction in JAX (GTF-DEER)."""
+"""dsr: dynamical-systems reconstruction in JAX, trained by GTF-DEER.
+
+The public surface is everything imported here.
+"""
+
+from ._gtf import forcing_alphas as forcing_alphas, gtf_forward as gtf_forward
+from ._gtf import teacher_signals as teacher_signals
+from ._scan import linear_scan as linear_scan
+from ._solver import DEER as DEER, AbstractSolver as AbstractSolver
+from ._solver import Sequential as Sequential, SolverInfo as SolverInfo
+from .models import AbstractGTFModel as AbstractGTFModel, AbstractModel as AbstractModel
+from .models import LSSM as LSSM, ShPLRNN as ShPLRNN
 
 __version__ = "0.1.0"

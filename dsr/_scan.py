@@ -1,0 +1,284 @@
+"""Shared scan backend: the linear recurrence `z_t = A_t z_{t-1} + b_t`.
+
+One primitive serves DEER (each Newton step and the adjoint), the LSSM and the
+TTT / linear-attention layer. `A_t` is either full (`(T, M, M)`) or diagonal (`(T, M)`);
+the method is a strategy:
+
+- `"sequential"`: `lax.scan`, depth T, work T·M² (full) or T·M (diagonal).
+- `"associative"`: `lax.associative_scan` over affine maps `(A₂A₁, A₂b₁ + b₂)`,
+  depth O(log T), work O(T·M³) (full).
+- `"chunked"`: the chunk-wise parallel form of Behrouz et al. / papers/000 App. H.
+  T is split into chunks of length c. Diagonal: inside a chunk the contribution of
+  step i to step j is the dense decay mask `C[j, i] = Π_{i<k≤j} a_k` (built by cumulative
+  products, never by dividing them, so negative or zero multipliers are fine), applied as
+  one batched product; full: the chunk's affine maps are composed by a short scan inside
+  every chunk (all chunks at once). A scan over the T/c chunk summaries carries the state
+  across chunks, and a last dense step fixes up every position. Depth c + T/c.
+- `"auto"`: the fastest measured choice for the backend and size (see
+  `benchmarks/scan.py` and the README's Performance section).
+
+The reverse (transposed) recurrence `λ_{t-1} = g_{t-1} + A_tᵀ λ_t` is the same problem in
+reversed time with transposed multipliers; it is what adjoints need. Reverse-mode
+gradients of `linear_scan` are themselves one reverse scan (a custom VJP), so no method
+stores its intermediate levels for backprop.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Literal
+
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Float
+
+ScanMethod = Literal["auto", "sequential", "associative", "chunked"]
+_METHODS = ("auto", "sequential", "associative", "chunked")
+
+
+def _is_full(A, b) -> bool:
+    if A.shape == b.shape:
+        return False
+    if A.shape == b.shape + (b.shape[-1],):
+        return True
+    raise ValueError(
+        f"`A` must have shape {b.shape} (diagonal) or {b.shape + (b.shape[-1],)} (full) "
+        f"to match `b` of shape {b.shape}; got {A.shape}."
+    )
+
+
+def default_chunk_size(T: int) -> int:
+    """A power of two near √T, clipped to [4, 64]: balances depth c against T/c."""
+    c = 2 ** round(math.log2(max(math.sqrt(T), 1.0)))
+    return int(min(max(c, 4), 64))
+
+
+def auto_method(T: int, M: int, full: bool, backend: str | None = None) -> str:
+    """The method `"auto"` resolves to (thresholds measured by `benchmarks.scan`)."""
+    backend = jax.default_backend() if backend is None else backend
+    if backend == "cpu":
+        # On CPU the parallel forms do log T (or c + T/c) passes of extra work; measured
+        # faster only for long diagonal recurrences, where the sequential loop's per-step
+        # overhead dominates.
+        if not full and T >= 256:
+            return "chunked"
+        return "sequential"
+    # Accelerators: depth matters most. Full matrices: associative until M³ work dominates.
+    if full and M > 32:
+        return "chunked"
+    return "associative"
+
+
+# ----------------------------------------------------------------------------------------
+# Forward kernels, all for unbatched A (T, M[, M]), b (T, M), z0 (M,); return z (T, M).
+# ----------------------------------------------------------------------------------------
+
+
+def _sequential(A, b, z0, full):
+    def body(z, ab):
+        a, bt = ab
+        z = (a @ z if full else a * z) + bt
+        return z, z
+
+    _, zs = jax.lax.scan(body, z0, (A, b))
+    return zs
+
+
+def _fold_z0(A, b, z0, full):
+    first = (A[0] @ z0) if full else A[0] * z0
+    return b.at[0].add(first)
+
+
+def _associative(A, b, z0, full):
+    b = _fold_z0(A, b, z0, full)
+
+    def combine(earlier, later):
+        Ae, be = earlier
+        Al, bl = later
+        if full:
+            return Al @ Ae, jnp.einsum("...ij,...j->...i", Al, be) + bl
+        return Al * Ae, Al * be + bl
+
+    _, zs = jax.lax.associative_scan(combine, (A, b))
+    return zs
+
+
+def decay_mask(a: Float[Array, "c *d"]) -> Float[Array, "c c *d"]:
+    """`C[j, i] = Π_{k=i+1}^{j} a_k` for `i ≤ j`, else 0 (papers/000 App. H decay mask).
+
+    Built by a cumulative product over j of `where(k > i, a_k, 1)`: no division, so
+    negative and zero multipliers are exact.
+    """
+    c = a.shape[0]
+    idx = jnp.arange(c)
+    later = (idx[:, None] > idx[None, :]).reshape((c, c) + (1,) * (a.ndim - 1))
+    X = jnp.where(later, a[:, None], jnp.ones_like(a[:, None]))
+    C = jnp.cumprod(X, axis=0)
+    keep = (idx[:, None] >= idx[None, :]).reshape((c, c) + (1,) * (a.ndim - 1))
+    return jnp.where(keep, C, jnp.zeros_like(C))
+
+
+def _pad_chunks(A, b, c, full):
+    T, M = b.shape
+    n = -(-T // c)
+    pad = n * c - T
+    if pad:
+        eye = jnp.broadcast_to(jnp.eye(M, dtype=A.dtype) if full else jnp.ones(M, A.dtype),
+                               (pad,) + A.shape[1:])
+        A = jnp.concatenate([A, eye], axis=0)
+        b = jnp.concatenate([b, jnp.zeros((pad, M), b.dtype)], axis=0)
+    return A.reshape((n, c) + A.shape[1:]), b.reshape(n, c, M), n
+
+
+def _chunked(A, b, z0, full, chunk_size):
+    T, M = b.shape
+    c = min(chunk_size or default_chunk_size(T), T)
+    b = _fold_z0(A, b, z0, full)
+    Ac, bc, n = _pad_chunks(A, b, c, full)
+    if full:
+        # Compose inside every chunk (all chunks at once): P_j = A_j ⋯ A_1, local states.
+        def body(carry, ab):
+            P, z = carry
+            a, bt = ab
+            P = jnp.einsum("nij,njk->nik", a, P)
+            z = jnp.einsum("nij,nj->ni", a, z) + bt
+            return (P, z), (P, z)
+
+        eye = jnp.broadcast_to(jnp.eye(M, dtype=A.dtype), (n, M, M))
+        _, (P, zloc) = jax.lax.scan(
+            body, (eye, jnp.zeros((n, M), b.dtype)),
+            (jnp.moveaxis(Ac, 1, 0), jnp.moveaxis(bc, 1, 0)),
+        )
+        P = jnp.moveaxis(P, 0, 1)  # (n, c, M, M)
+        zloc = jnp.moveaxis(zloc, 0, 1)  # (n, c, M)
+    else:
+        C = jax.vmap(decay_mask)(Ac)  # (n, c, c, M)
+        zloc = jnp.einsum("njim,nim->njm", C, bc)
+        P = jnp.cumprod(Ac, axis=1)  # (n, c, M)
+    # Carry states across chunks: s_k = P_k,last s_{k-1} + zloc_k,last.
+    starts = _sequential(P[:, -1], zloc[:, -1], jnp.zeros(M, b.dtype), full)
+    starts = jnp.concatenate([jnp.zeros((1, M), b.dtype), starts[:-1]], axis=0)
+    if full:
+        z = zloc + jnp.einsum("ncij,nj->nci", P, starts)
+    else:
+        z = zloc + P * starts[:, None, :]
+    return z.reshape(n * c, M)[:T]
+
+
+def _forward_impl(A, b, z0, full, method, chunk_size):
+    T, M = b.shape
+    if method == "auto":
+        method = auto_method(T, M, full)
+    if method == "sequential":
+        return _sequential(A, b, z0, full)
+    if method == "associative":
+        return _associative(A, b, z0, full)
+    return _chunked(A, b, z0, full, chunk_size)
+
+
+def _flip_transpose(A, full):
+    A = jnp.flip(A, axis=0)
+    return jnp.swapaxes(A, -1, -2) if full else A
+
+
+def _reverse_impl(A, g, lamT, full, method, chunk_size):
+    out = _forward_impl(_flip_transpose(A, full), jnp.flip(g, 0), lamT, full, method, chunk_size)
+    return jnp.flip(out, 0)
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(3, 4, 5))
+def _scan_core(A, b, z0, full, method, chunk_size):
+    return _forward_impl(A, b, z0, full, method, chunk_size)
+
+
+def _scan_fwd(A, b, z0, full, method, chunk_size):
+    z = _forward_impl(A, b, z0, full, method, chunk_size)
+    return z, (A, z, z0)
+
+
+def _scan_bwd(full, method, chunk_size, res, g):
+    A, z, z0 = res
+    # μ_t = g_t + A_{t+1}ᵀ μ_{t+1}; the reverse scan returns λ_{t-1} = g'_{t-1} + A_tᵀ λ_t
+    # with λ_T = g_T and g' = (0, g_1, …, g_{T-1}): λ_0 = A_1ᵀ μ_1 is the z0 cotangent.
+    gshift = jnp.concatenate([jnp.zeros_like(g[:1]), g[:-1]], axis=0)
+    lam = _scan_core_reverse(A, gshift, g[-1], full, method, chunk_size)
+    mu = jnp.concatenate([lam[1:], g[-1:]], axis=0)
+    zprev = jnp.concatenate([z0[None], z[:-1]], axis=0)
+    dA = mu[:, :, None] * zprev[:, None, :] if full else mu * zprev
+    return dA, mu, lam[0]
+
+
+_scan_core.defvjp(_scan_fwd, _scan_bwd)
+
+
+def _scan_core_reverse(A, g, lamT, full, method, chunk_size):
+    # Differentiable (for higher-order use) through the forward core.
+    out = _scan_core(_flip_transpose(A, full), jnp.flip(g, 0), lamT, full, method, chunk_size)
+    return jnp.flip(out, 0)
+
+
+def linear_scan(
+    A: Float[Array, "*batch T M"] | Float[Array, "*batch T M M"],
+    b: Float[Array, "*batch T M"],
+    z0: Float[Array, "*batch M"] | None = None,
+    *,
+    method: ScanMethod = "auto",
+    reverse: bool = False,
+    chunk_size: int | None = None,
+) -> Float[Array, "*batch T M"]:
+    """Solve a linear recurrence with time-varying full or diagonal multipliers.
+
+    Forward (`reverse=False`): `z_t = A_t z_{t-1} + b_t` for t = 1..T from `z0`; returns
+    `(z_1, …, z_T)`.
+
+    Reverse (`reverse=True`), the transposed problem used by adjoints:
+    `λ_{t-1} = b_{t-1} + A_tᵀ λ_t` for t = T..1 from `λ_T = z0`; here `b` holds
+    `(g_0, …, g_{T-1})` and the result is `(λ_0, …, λ_{T-1})`.
+
+    **Arguments:**
+
+    - `A`: multipliers `(A_1, …, A_T)`, full `(*batch, T, M, M)` or diagonal `(*batch, T, M)`.
+    - `b`: offsets, `(*batch, T, M)`.
+    - `z0`: initial (or, reversed, terminal) state `(*batch, M)`; zeros if `None`.
+    - `method`: `"sequential"`, `"associative"`, `"chunked"` or `"auto"`.
+    - `reverse`: solve the reversed, transposed recurrence.
+    - `chunk_size`: chunk length for `"chunked"` (default ≈ √T); T need not be a multiple.
+
+    **Returns:** the states, same shape as `b`.
+
+    Example:
+    ```python
+    z = dsr.linear_scan(jnp.full((5, 2), 0.5), jnp.ones((5, 2)), method="chunked")
+    ```
+    """
+    A = jnp.asarray(A)
+    b = jnp.asarray(b)
+    if method not in _METHODS:
+        raise ValueError(f"`method` must be one of {_METHODS}; got {method!r}.")
+    if b.ndim < 2:
+        raise ValueError(f"`b` must have shape (*batch, T, M); got {b.shape}.")
+    if b.shape[-2] < 1:
+        raise ValueError("`b` must have at least one time step (T ≥ 1).")
+    if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size < 1):
+        raise ValueError(f"`chunk_size` must be a positive int; got {chunk_size!r}.")
+    full = _is_full(A, b)
+    dtype = jnp.result_type(A, b) if z0 is None else jnp.result_type(A, b, z0)
+    A = A.astype(dtype)
+    b = b.astype(dtype)
+    if z0 is None:
+        z0 = jnp.zeros(b.shape[:-2] + b.shape[-1:], dtype)
+    else:
+        z0 = jnp.asarray(z0, dtype)
+        if z0.shape != b.shape[:-2] + b.shape[-1:]:
+            raise ValueError(
+                f"`z0` must have shape {b.shape[:-2] + b.shape[-1:]}; got {z0.shape}."
+            )
+    core = _scan_core_reverse if reverse else _scan_core
+
+    def fn(A, b, z0):
+        return core(A, b, z0, full, method, chunk_size)
+
+    for _ in range(b.ndim - 2):
+        fn = jax.vmap(fn)
+    return fn(A, b, z0)

@@ -1,0 +1,247 @@
+"""Forward solvers for recurrences `z_t = F(z_{t-1}; θ, u_t)`: `Sequential` and `DEER`.
+
+A solver receives a generic step function `step(params, z_prev, u_t) -> z_t`, its Jacobian
+`jac(params, z_prev, u_t) -> (M, M)` with respect to `z_prev`, the parameters (a pytree of
+arrays), `z0`, the per-step inputs `us` (a pytree with leading axis T) and an initial guess
+for the trajectory (DEER only). It returns `(z_{1:T}, SolverInfo)`.
+
+DEER (Lim et al. 2024; papers/001 Sec. 3.1.3, 4.1, Alg. 3) solves the fixed-point problem
+`R(z) = z_t − F(z_{t-1}) = 0` by Newton's method; every Newton step is the linear
+recurrence `z_t^{new} = J_t z_{t-1}^{new} + (F(z_{t-1}) − J_t z_{t-1})`, one call to the
+shared scan backend. quasi-DEER (Gonzalez et al. 2024) keeps only `diag(J_t)`.
+
+Gradients use the implicit function theorem (papers/001 App. D): at the fixed point
+`dL/dθ = Σ_t μ_tᵀ ∂F(z_{t-1}; θ)/∂θ` with the adjoint `μ_T = ∂L/∂z_T`,
+`μ_{t-1} = ∂L/∂z_{t-1} + J_tᵀ μ_t` — one reverse scan plus one vmapped VJP of the step
+function. The Newton loop is never differentiated.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable
+from typing import Any, Literal
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Bool, Float, Int
+
+from ._scan import _METHODS, linear_scan
+
+StepFn = Callable[[Any, Array, Any], Array]
+
+
+class SolverInfo(eqx.Module):
+    """Status of a forward solve.
+
+    - `iterations`: Newton iterations taken (0 for `Sequential`).
+    - `converged`: whether `max|Δz|` fell below the tolerance (always true for `Sequential`).
+    - `residual`: final `max_t |z_t − F(z_{t-1})|`.
+    - `finite`: whether every iterate stayed finite.
+    """
+
+    iterations: Int[Array, "*batch"]
+    converged: Bool[Array, "*batch"]
+    residual: Float[Array, "*batch"]
+    finite: Bool[Array, "*batch"]
+
+
+def _shift(z0, z):
+    return jnp.concatenate([z0[None], z[:-1]], axis=0)
+
+
+def _vstep(step, params, zprev, us):
+    return jax.vmap(step, in_axes=(None, 0, 0))(params, zprev, us)
+
+
+def _vjac(jac, params, zprev, us, diagonal):
+    J = jax.vmap(jac, in_axes=(None, 0, 0))(params, zprev, us)
+    return jnp.diagonal(J, axis1=-2, axis2=-1) if diagonal else J
+
+
+class AbstractSolver(eqx.Module):
+    """A forward solver for `z_t = F(z_{t-1}; θ, u_t)`, t = 1..T."""
+
+    @abc.abstractmethod
+    def solve(
+        self, step: StepFn, jac: StepFn, params: Any, z0: Array, us: Any, z_init: Array
+    ) -> tuple[Float[Array, "T M"], SolverInfo]:
+        """Return the trajectory `z_{1:T}` and a `SolverInfo`."""
+
+
+class Sequential(AbstractSolver):
+    """`lax.scan` over time; gradients by backpropagation through time (BPTT).
+
+    The reference every parallel solver is tested against.
+    """
+
+    def solve(self, step, jac, params, z0, us, z_init=None):
+        def body(z, u):
+            z = step(params, z, u)
+            return z, z
+
+        _, zs = jax.lax.scan(body, z0, us)
+        info = SolverInfo(
+            iterations=jnp.array(0, jnp.int32),
+            converged=jnp.array(True),
+            residual=jnp.zeros((), zs.dtype),
+            finite=jnp.all(jnp.isfinite(zs)),
+        )
+        return zs, info
+
+
+class DEER(AbstractSolver):
+    """Parallel-in-time Newton solver (DEER), with full or diagonal ("quasi") Jacobians.
+
+    **Arguments:**
+
+    - `jacobian`: `"full"` (DEER) or `"diag"` (quasi-DEER).
+    - `max_iter`: iteration cap (default 100 full, 1000 diag).
+    - `tol`: stop when `max|Δz| ≤ tol · max(1, max|z|)`; default 1e-5 (float32) or
+      1e-10 (float64). Full DEER converges quadratically, so the returned iterate is
+      accurate far below `tol`.
+    - `fixed_iters`: if set, run exactly this many iterations (no early stop; static
+      cost, useful for batches and benchmarks).
+    - `init`: the initial guess `gtf_forward` builds: `"pinv"` (teacher signals `B⁺x`),
+      `"zeros"` or `"normal"` (N(0, 1), from `seed`).
+    - `exact_adjoint`: for `jacobian="diag"`, use the full Jacobian in the adjoint scan
+      (exact gradient) instead of the diagonal one (papers/001 Eq. 44, approximate).
+    - `scan_method`, `chunk_size`: passed to `linear_scan`.
+    - `throw`: raise (via `eqx.error_if`) when the solve did not converge.
+
+    Example:
+    ```python
+    z, info = dsr.gtf_forward(model, x, 0.2, solver=dsr.DEER(jacobian="full"))
+    ```
+
+    **References:** Lim et al. (2024) *Parallelizing non-linear sequential models over the
+    sequence length*; Gonzalez et al. (2024) *Towards scalable and stable parallelization of
+    nonlinear RNNs*; papers/001 Alg. 3 and App. D.
+    """
+
+    jacobian: Literal["full", "diag"] = eqx.field(default="full", static=True)
+    max_iter: int | None = eqx.field(default=None, static=True)
+    tol: float | None = eqx.field(default=None, static=True)
+    fixed_iters: int | None = eqx.field(default=None, static=True)
+    init: Literal["pinv", "zeros", "normal"] = eqx.field(default="pinv", static=True)
+    seed: int = eqx.field(default=0, static=True)
+    exact_adjoint: bool = eqx.field(default=False, static=True)
+    scan_method: str = eqx.field(default="auto", static=True)
+    chunk_size: int | None = eqx.field(default=None, static=True)
+    throw: bool = eqx.field(default=False, static=True)
+
+    def __check_init__(self):
+        if self.jacobian not in ("full", "diag"):
+            raise ValueError(f"`jacobian` must be 'full' or 'diag'; got {self.jacobian!r}.")
+        if self.init not in ("pinv", "zeros", "normal"):
+            raise ValueError(f"`init` must be 'pinv', 'zeros' or 'normal'; got {self.init!r}.")
+        if self.scan_method not in _METHODS:
+            raise ValueError(f"`scan_method` must be one of {_METHODS}; got {self.scan_method!r}.")
+        for name in ("max_iter", "fixed_iters"):
+            v = getattr(self, name)
+            if v is not None and (not isinstance(v, int) or v < 1):
+                raise ValueError(f"`{name}` must be a positive int or None; got {v!r}.")
+        if self.tol is not None and not self.tol > 0:
+            raise ValueError(f"`tol` must be positive; got {self.tol!r}.")
+
+    @property
+    def diagonal(self) -> bool:
+        return self.jacobian == "diag"
+
+    def _max_iter(self) -> int:
+        if self.max_iter is not None:
+            return self.max_iter
+        return 1000 if self.diagonal else 100
+
+    def _tol(self, dtype) -> float:
+        if self.tol is not None:
+            return self.tol
+        return 1e-10 if jnp.finfo(dtype).bits >= 64 else 1e-5
+
+    def newton(self, step, jac, params, z0, us, z_init):
+        """The Newton loop alone (no gradient rule): returns `(z, SolverInfo)`."""
+        diagonal = self.diagonal
+        tol = self._tol(z_init.dtype)
+        scan = lambda J, b: linear_scan(  # noqa: E731
+            J, b, z0, method=self.scan_method, chunk_size=self.chunk_size
+        )
+
+        def newton_step(z):
+            zprev = _shift(z0, z)
+            f = _vstep(step, params, zprev, us)
+            J = _vjac(jac, params, zprev, us, diagonal)
+            Jz = J * zprev if diagonal else jnp.einsum("tij,tj->ti", J, zprev)
+            znew = scan(J, f - Jz)
+            dz = jnp.max(jnp.abs(znew - z))
+            finite = jnp.all(jnp.isfinite(znew))
+            done = dz <= tol * jnp.maximum(1.0, jnp.max(jnp.abs(znew)))
+            return znew, done, finite
+
+        if self.fixed_iters is not None:
+
+            def body(carry, _):
+                z, done, finite = carry
+                znew, done_new, finite_new = newton_step(z)
+                return (znew, done_new, finite & finite_new), None
+
+            init = (z_init, jnp.array(False), jnp.array(True))
+            (z, done, finite), _ = jax.lax.scan(body, init, None, length=self.fixed_iters)
+            iters = jnp.array(self.fixed_iters, jnp.int32)
+        else:
+            max_iter = self._max_iter()
+
+            def cond(carry):
+                k, _, done, finite = carry
+                return (k < max_iter) & ~done & finite
+
+            def body(carry):
+                k, z, _, _ = carry
+                znew, done, finite = newton_step(z)
+                return k + 1, znew, done, finite
+
+            init = (jnp.array(0, jnp.int32), z_init, jnp.array(False), jnp.array(True))
+            iters, z, done, finite = jax.lax.while_loop(cond, body, init)
+        resid = jnp.max(jnp.abs(z - _vstep(step, params, _shift(z0, z), us)))
+        finite = finite & jnp.isfinite(resid)
+        info = SolverInfo(iterations=iters, converged=done & finite, residual=resid, finite=finite)
+        return z, info
+
+    def solve(self, step, jac, params, z0, us, z_init):
+        z_star, info = self.newton(
+            step, jac, *jax.lax.stop_gradient((params, z0, us, z_init))
+        )
+        adjoint_diag = self.diagonal and not self.exact_adjoint
+        z = _implicit_fixed_point(step, jac, adjoint_diag, self.scan_method, self.chunk_size)(
+            params, z0, us, z_star
+        )
+        if self.throw:
+            z = eqx.error_if(z, ~info.converged, "DEER did not converge; see SolverInfo.")
+        return z, info
+
+
+def _implicit_fixed_point(step, jac, diagonal, scan_method, chunk_size):
+    """Identity on the fixed point `z_star`, with the implicit-function-theorem VJP."""
+
+    @jax.custom_vjp
+    def fixed_point(params, z0, us, z_star):
+        return z_star
+
+    def fwd(params, z0, us, z_star):
+        return z_star, (params, z0, us, z_star)
+
+    def bwd(res, g):
+        params, z0, us, z_star = res
+        zprev = _shift(z0, z_star)
+        J = _vjac(jac, params, zprev, us, diagonal)
+        # Adjoint μ_t = g_t + J_{t+1}ᵀ μ_{t+1}, μ_T = g_T (reverse scan, shifted offsets).
+        gshift = jnp.concatenate([jnp.zeros_like(g[:1]), g[:-1]], axis=0)
+        lam = linear_scan(J, gshift, g[-1], method=scan_method, chunk_size=chunk_size,
+                          reverse=True)
+        mu = jnp.concatenate([lam[1:], g[-1:]], axis=0)
+        _, vjp = jax.vjp(lambda p, zp, u: _vstep(step, p, zp, u), params, zprev, us)
+        dparams, dzprev, dus = vjp(mu)
+        return dparams, dzprev[0], dus, jnp.zeros_like(z_star)
+
+    fixed_point.defvjp(fwd, bwd)
+    return fixed_point
