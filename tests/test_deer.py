@@ -1,0 +1,226 @@
+"""GTF-DEER against sequential GTF with BPTT: trajectories and gradients, float64."""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import dsr
+from helpers import random_shplrnn
+
+T = 40
+
+
+def data(N, seed=1, T=T, batch=None):
+    shape = (T + 1, N) if batch is None else (batch, T + 1, N)
+    return jax.random.normal(jax.random.key(seed), shape, jnp.float64)
+
+
+def rel(a, b):
+    return float(jnp.max(jnp.abs(a - b)) / (jnp.max(jnp.abs(b)) + 1e-300))
+
+
+@pytest.mark.parametrize("N,M", [(3, 2), (3, 3), (2, 4)])
+@pytest.mark.parametrize("warmup", [0, 9])
+def test_deer_equals_sequential(N, M, warmup):
+    model = random_shplrnn(N, M, seed=N + M)
+    x = data(N, batch=2)
+    for alpha in (0.08, 0.5, 1.0):
+        zs, _ = dsr.gtf_forward(model, x, alpha, warmup=warmup, solver=dsr.Sequential())
+        zd, info = dsr.gtf_forward(model, x, alpha, warmup=warmup, solver=dsr.DEER())
+        assert zd.shape == (2, T, M)
+        assert bool(jnp.all(info.converged)), (alpha, info)
+        assert rel(zd, zs) < 1e-10
+
+
+def test_sequential_matches_manual_loop():
+    model = random_shplrnn(3, 4, seed=3)
+    x = data(3)
+    alpha, warmup = 0.3, 5
+    Bp = np.linalg.pinv(np.asarray(model.B))
+    z = Bp @ np.asarray(x[0])
+    out = []
+    for t in range(1, T + 1):
+        a = 1.0 if t - 1 <= warmup else alpha
+        zt = z - a * Bp @ np.asarray(model.B) @ z + a * Bp @ np.asarray(x[t - 1])
+        z = np.asarray(model.step(jnp.asarray(zt)))
+        out.append(z)
+    zs, _ = dsr.gtf_forward(model, x, alpha, warmup=warmup, solver=dsr.Sequential())
+    np.testing.assert_allclose(zs, np.stack(out), rtol=1e-12, atol=1e-12)
+
+
+def loss_fn(model, x, solver, alpha=0.3, warmup=6, inputs=None):
+    z, _ = dsr.gtf_forward(model, x, alpha, warmup=warmup, solver=solver, inputs=inputs)
+    xhat = z @ model.B.T
+    return jnp.mean((xhat[..., warmup:, :] - x[..., warmup + 1 :, :]) ** 2)
+
+
+def grads(model, x, solver, **kw):
+    return eqx.filter_grad(loss_fn)(model, x, solver, **kw)
+
+
+def assert_tree_rel(a, b, tol):
+    for u, v in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)):
+        if u.size:
+            assert rel(u, v) < tol, (u.shape, rel(u, v))
+
+
+@pytest.mark.parametrize("kind", ["full", "lowrank", "inputs"])
+def test_implicit_gradient_equals_bptt(kind):
+    N, M = 3, 4
+    kw = {}
+    if kind == "lowrank":
+        model = random_shplrnn(N, M, seed=5, rank=2)
+    elif kind == "inputs":
+        model = random_shplrnn(N, M, seed=6, input_dim=2)
+        kw["inputs"] = data(2, seed=9)
+    else:
+        model = random_shplrnn(N, M, seed=4)
+    x = data(N)
+    g_seq = grads(model, x, dsr.Sequential(), **kw)
+    g_deer = grads(model, x, dsr.DEER(), **kw)
+    assert_tree_rel(g_deer, g_seq, 1e-8)
+    # every parameter gets a non-trivial gradient
+    for leaf in jax.tree_util.tree_leaves(g_deer):
+        assert leaf.size == 0 or float(jnp.max(jnp.abs(leaf))) > 0
+
+
+def test_implicit_gradient_finite_differences():
+    model = random_shplrnn(3, 3, seed=7)
+    x = data(3)
+    g = grads(model, x, dsr.DEER())
+    f = lambda m: loss_fn(m, x, dsr.DEER())  # noqa: E731
+    eps = 1e-6
+    for get, idx in [(lambda m: m.W_L, (1, 2)), (lambda m: m.V, (3, 0)), (lambda m: m.A_bar, (1,)),
+                     (lambda m: m.B_, (2, 1)), (lambda m: m.h, (0,))]:
+        base = get(model)
+        plus = eqx.tree_at(get, model, base.at[idx].add(eps))
+        minus = eqx.tree_at(get, model, base.at[idx].add(-eps))
+        fd = (f(plus) - f(minus)) / (2 * eps)
+        assert abs(float(get(g)[idx]) - float(fd)) < 1e-6 * max(1.0, abs(float(fd)))
+
+
+def test_vmap_grad_equals_grad_vmap():
+    model = random_shplrnn(3, 4, seed=8)
+    x = data(3, batch=3)
+    batch_mean = grads(model, x, dsr.DEER())  # grad of the batched (vmapped) loss
+    per = jax.vmap(lambda xb: grads(model, xb, dsr.DEER()))(x)
+    mean_of_per = jax.tree_util.tree_map(lambda a: jnp.mean(a, axis=0), per)
+    assert_tree_rel(batch_mean, mean_of_per, 1e-10)
+    per_seq = jax.vmap(lambda xb: grads(model, xb, dsr.Sequential()))(x)
+    assert_tree_rel(per, per_seq, 1e-8)
+
+
+def test_jit_grad_quasi_and_exact_adjoint():
+    model = random_shplrnn(3, 3, seed=10)
+    x = data(3)
+    alpha = 0.6
+    zs, _ = dsr.gtf_forward(model, x, alpha, solver=dsr.Sequential())
+    quasi = dsr.DEER(jacobian="diag")
+    zq, iq = jax.jit(lambda m, x: dsr.gtf_forward(m, x, alpha, solver=quasi))(model, x)
+    _, ifull = dsr.gtf_forward(model, x, alpha)
+    assert bool(iq.converged) and rel(zq, zs) < 1e-9
+    assert int(iq.iterations) > int(ifull.iterations)
+    # exact adjoint: BPTT gradient
+    g_seq = grads(model, x, dsr.Sequential(), alpha=alpha)
+    g_exact = jax.jit(lambda m: grads(m, x, dsr.DEER(jacobian="diag", exact_adjoint=True),
+                                      alpha=alpha))(model)
+    assert_tree_rel(g_exact, g_seq, 1e-7)
+    # diagonal adjoint: the paper's Eq. 44, re-derived here with a NumPy loop
+    g_diag = grads(model, x, quasi, alpha=alpha, warmup=0)
+    g_ref = diag_adjoint_reference(model, x, alpha)
+    assert_tree_rel(g_diag, g_ref, 1e-8)
+
+
+def diag_adjoint_reference(model, x, alpha):
+    params, static = eqx.partition(model, eqx.is_inexact_array)
+    zs, _ = dsr.gtf_forward(model, x, alpha, solver=dsr.Sequential())
+    Bp = jnp.linalg.pinv(model.B)
+    P = jnp.eye(model.latent_dim) - alpha * Bp @ model.B
+    zbar = x @ Bp.T
+    zprev = jnp.concatenate([zbar[:1], zs[:-1]])
+    g = jax.grad(lambda z: jnp.mean((z @ model.B.T - x[1:]) ** 2))(zs)
+    lam = np.zeros_like(np.asarray(g))
+    lam[-1] = g[-1]
+    for t in range(T - 2, -1, -1):  # λ_t = g_t + diag(J̃_{t+1}) λ_{t+1}
+        zt = P @ zprev[t + 1] + alpha * zbar[t + 1]
+        Jd = jnp.diagonal(model.jacobian(zt) @ P)
+        lam[t] = g[t] + Jd * lam[t + 1]
+
+    def total(p):
+        m = eqx.combine(p, static)
+        Bp_ = jnp.linalg.pinv(m.B)
+        P_ = jnp.eye(m.latent_dim) - alpha * Bp_ @ m.B
+        zb = x @ Bp_.T
+        zp = jnp.concatenate([zb[:1], jax.lax.stop_gradient(zs[:-1])])
+        F = jax.vmap(lambda z, b: m.step(P_ @ z + alpha * b))(zp, zb[:-1])
+        direct = jnp.mean((jax.lax.stop_gradient(zs) @ m.B.T - x[1:]) ** 2)
+        return jnp.sum(F * lam) + direct
+
+    return eqx.combine(jax.grad(total)(params), static)
+
+
+def test_iterations_on_self_generated_data():
+    """M = N, large α, data from the model itself: converged in ≤ 3 (paper: 2)."""
+    N = M = 3
+    model = random_shplrnn(N, M, seed=11, random_B=False)
+    z = jnp.array([0.3, -0.2, 0.5])
+    xs = []
+    for _ in range(T + 1):
+        xs.append(model.B @ z)
+        z = model.step(z)
+    x = jnp.stack(xs)
+    counts = {}
+    for alpha in (0.5, 0.9, 1.0):
+        _, info = dsr.gtf_forward(model, x, alpha)
+        counts[alpha] = int(info.iterations)
+        assert bool(info.converged) and counts[alpha] <= 3, counts
+
+
+def test_divergence_is_reported():
+    model = random_shplrnn(3, 3, seed=12, scale=6.0)
+    model = eqx.tree_at(lambda m: m.A_bar, model, jnp.full(3, 3.0))  # A ≈ 1, strongly expanding
+    x = data(3, T=200)
+    J = jax.vmap(model.jacobian)(x[:, :3] * 3)
+    assert float(jnp.max(jnp.linalg.norm(J, ord=2, axis=(1, 2)))) > 1.5
+    _, info = dsr.gtf_forward(model, x, 0.0, solver=dsr.DEER(max_iter=8))
+    assert not bool(info.converged)
+    assert int(info.iterations) == 8 or not bool(info.finite)
+    # non-finite iterates are flagged, not hidden
+    huge = eqx.tree_at(lambda m: m.W_L, model, model.W_L * 1e150)
+    _, info = dsr.gtf_forward(huge, x, 0.0, solver=dsr.DEER(max_iter=50, init="normal"))
+    assert not bool(info.finite) and not bool(info.converged)
+
+
+def test_fixed_iterations_and_inits():
+    model = random_shplrnn(3, 5, seed=13)
+    x = data(3)
+    zs, _ = dsr.gtf_forward(model, x, 0.5, solver=dsr.Sequential())
+    for init in ("pinv", "zeros", "normal"):
+        z, info = dsr.gtf_forward(model, x, 0.5, solver=dsr.DEER(init=init, fixed_iters=30))
+        assert int(info.iterations) == 30 and bool(info.converged)
+        assert rel(z, zs) < 1e-10
+
+
+def test_bad_input():
+    model = random_shplrnn(3, 3)
+    x = data(3)
+    with pytest.raises(ValueError, match="obs_dim"):
+        dsr.gtf_forward(model, data(2), 0.1)
+    with pytest.raises(ValueError, match="`alpha`"):
+        dsr.gtf_forward(model, x, 1.5)
+    with pytest.raises(ValueError, match="`alpha`"):
+        dsr.gtf_forward(model, x, -0.1)
+    with pytest.raises(ValueError, match="`warmup`"):
+        dsr.gtf_forward(model, x, 0.1, warmup=T)
+    with pytest.raises(ValueError, match="`x`"):
+        dsr.gtf_forward(model, x.at[3, 1].set(jnp.nan), 0.1)
+    with pytest.raises(ValueError, match="`x`"):
+        dsr.gtf_forward(model, x[None, None], 0.1)
+    with pytest.raises(ValueError, match="`jacobian`"):
+        dsr.DEER(jacobian="banded")
+    with pytest.raises(TypeError, match="`solver`"):
+        dsr.gtf_forward(model, x, 0.1, solver="deer")
+    with pytest.raises(ValueError, match="inputs"):
+        dsr.gtf_forward(random_shplrnn(3, 3, input_dim=2), x, 0.1)
