@@ -178,8 +178,9 @@ def test_no_global_x64_change():
         assert jax.config.jax_enable_x64 is False and ys.dtype == np.float64
         p = SYSTEMS["lorenz63"].params
         ts = 0.01 * np.arange(20, 100)
-        ref = solve_ivp(lambda t, x: SYSTEMS["lorenz63"].field(t, x, p, xp=np), (0, ts[-1]),
-                        [1.0, 1.0, 1.0], t_eval=ts, method="DOP853", rtol=1e-11, atol=1e-12)  # fmt: skip
+        f = lambda t, x: SYSTEMS["lorenz63"].field(t, x, p, xp=np)  # noqa: E731
+        ref = solve_ivp(f, (0, ts[-1]), [1.0, 1.0, 1.0], t_eval=ts, method="DOP853", rtol=1e-11,
+                        atol=1e-12)  # fmt: skip
         assert np.abs(ys[0] - ref.y.T).max() / np.abs(ref.y).max() < 1e-7  # float64 accuracy
     finally:
         jax.config.update("jax_enable_x64", True)
@@ -255,8 +256,10 @@ def test_from_vector_field():
     def duffing(t, x, p):
         return jnp.stack([x[1], -p["d"] * x[1] + x[0] - x[0] ** 3 + p["g"] * jnp.cos(t)])
 
-    ds = data_gen.from_vector_field(duffing, [1.0, 0.0], args={"d": 0.3, "g": 0.5}, dt=0.05,
-                                    n_steps=200, name="duffing", noise=0.0, dtype="float64")  # fmt: skip
+    ds = data_gen.from_vector_field(
+        duffing, [1.0, 0.0], args={"d": 0.3, "g": 0.5}, dt=0.05, n_steps=200, name="duffing",
+        noise=0.0, dtype="float64",
+    )  # fmt: skip
     assert ds.meta["system"] == "duffing" and ds.train.shape == (200, 2)
     assert ds.meta["x0"][0] == [1.0, 0.0] and ds.meta["params"] == {"d": 0.3, "g": 0.5}
     x = ds.destandardize(ds.train)

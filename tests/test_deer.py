@@ -10,6 +10,7 @@ import dsr
 from helpers import random_shplrnn
 
 T = 40
+fwd = eqx.filter_jit(dsr.gtf_forward)  # one compilation per shape/solver, α traced
 
 
 def data(N, seed=1, T=T, batch=None):
@@ -27,8 +28,9 @@ def test_deer_equals_sequential(N, M, warmup):
     model = random_shplrnn(N, M, seed=N + M)
     x = data(N, batch=2)
     for alpha in (0.08, 0.5, 1.0):
-        zs, _ = dsr.gtf_forward(model, x, alpha, warmup=warmup, solver=dsr.Sequential())
-        zd, info = dsr.gtf_forward(model, x, alpha, warmup=warmup, solver=dsr.DEER())
+        alpha = jnp.asarray(alpha)
+        zs, _ = fwd(model, x, alpha, warmup=warmup, solver=dsr.Sequential())
+        zd, info = fwd(model, x, alpha, warmup=warmup, solver=dsr.DEER())
         assert zd.shape == (2, T, M)
         assert bool(jnp.all(info.converged)), (alpha, info)
         assert rel(zd, zs) < 1e-10
@@ -56,6 +58,7 @@ def loss_fn(model, x, solver, alpha=0.3, warmup=6, inputs=None):
     return jnp.mean((xhat[..., warmup:, :] - x[..., warmup + 1 :, :]) ** 2)
 
 
+@eqx.filter_jit
 def grads(model, x, solver, **kw):
     return eqx.filter_grad(loss_fn)(model, x, solver, **kw)
 
@@ -90,7 +93,7 @@ def test_implicit_gradient_finite_differences():
     model = random_shplrnn(3, 3, seed=7)
     x = data(3)
     g = grads(model, x, dsr.DEER())
-    f = lambda m: loss_fn(m, x, dsr.DEER())  # noqa: E731
+    f = eqx.filter_jit(lambda m: loss_fn(m, x, dsr.DEER()))  # noqa: E731
     eps = 1e-6
     for get, idx in [(lambda m: m.W_L, (1, 2)), (lambda m: m.V, (3, 0)), (lambda m: m.A_bar, (1,)),
                      (lambda m: m.B_, (2, 1)), (lambda m: m.h, (0,))]:
@@ -173,7 +176,7 @@ def test_iterations_on_self_generated_data():
     x = jnp.stack(xs)
     counts = {}
     for alpha in (0.5, 0.9, 1.0):
-        _, info = dsr.gtf_forward(model, x, alpha)
+        _, info = fwd(model, x, jnp.asarray(alpha))
         counts[alpha] = int(info.iterations)
         assert bool(info.converged) and counts[alpha] <= 3, counts
 
