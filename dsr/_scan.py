@@ -108,13 +108,14 @@ def decay_mask(a: Float[Array, "c *d"]) -> Float[Array, "c c *d"]:
     """`C[j, i] = Π_{k=i+1}^{j} a_k` for `i ≤ j`, else 0 (papers/000 App. H decay mask).
 
     Built by a cumulative product over j of `where(k > i, a_k, 1)`: no division, so
-    negative and zero multipliers are exact.
+    negative and zero multipliers are exact. The product is a log-depth associative scan:
+    `jnp.cumprod` lowers to a `reduce_window` that costs O(c) per entry on CPU.
     """
     c = a.shape[0]
     idx = jnp.arange(c)
     later = (idx[:, None] > idx[None, :]).reshape((c, c) + (1,) * (a.ndim - 1))
     X = jnp.where(later, a[:, None], jnp.ones_like(a[:, None]))
-    C = jnp.cumprod(X, axis=0)
+    C = jax.lax.associative_scan(jnp.multiply, X, axis=0)
     keep = (idx[:, None] >= idx[None, :]).reshape((c, c) + (1,) * (a.ndim - 1))
     return jnp.where(keep, C, jnp.zeros_like(C))
 
