@@ -12,6 +12,8 @@ from ._gtf import teacher_signals as teacher_signals
 from ._regularization import Regularization as Regularization
 from ._scan import linear_scan as linear_scan
 from ._serialization import load as load, save as save
+from ._ttt import SwiGLUKernel as SwiGLUKernel, ttt_linear as ttt_linear
+from ._ttt_layer import TTTLinear as TTTLinear
 from ._solver import DEER as DEER, AbstractSolver as AbstractSolver
 from ._solver import Sequential as Sequential, SolverInfo as SolverInfo
 from .models import AbstractGTFModel as AbstractGTFModel, AbstractModel as AbstractModel

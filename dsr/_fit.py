@@ -121,17 +121,19 @@ def predict(model, x, alpha, s, solver, warmup):
     if isinstance(model, AbstractGTFModel):
         z, info = gtf_forward(model, x, alpha, warmup=warmup, solver=solver, inputs=s)
         return z @ model.B.T, info
-    if hasattr(model, "teacher_forced"):
-        z = jax.vmap(model.teacher_forced)(x, s) if s is not None else jax.vmap(
-            lambda xb: model.teacher_forced(xb))(x)
-        xhat = jax.vmap(jax.vmap(model.observe))(z)
+    if hasattr(model, "predict_teacher_forced") or hasattr(model, "teacher_forced"):
+        if hasattr(model, "predict_teacher_forced"):  # the model's own parallel forward
+            one = lambda xb, sb: model.predict_teacher_forced(xb, sb)  # noqa: E731
+        else:  # latents driven by the data (LSSM, Eq. 3), then the read-out
+            one = lambda xb, sb: jax.vmap(model.observe)(model.teacher_forced(xb, sb))  # noqa
+        xhat = jax.vmap(one)(x, s)
         B = x.shape[0]
         info = SolverInfo(jnp.zeros(B, jnp.int32), jnp.ones(B, bool), jnp.zeros(B, x.dtype),
                           jnp.all(jnp.isfinite(xhat), axis=(1, 2)))
         return xhat, info
     raise TypeError(
         f"`model` ({type(model).__name__}) must be an AbstractGTFModel (trained by GTF) or have a "
-        "`teacher_forced(x, inputs)` method."
+        "`teacher_forced(x, inputs)` or `predict_teacher_forced(x, inputs)` method."
     )
 
 

@@ -9,7 +9,7 @@ from jaxtyping import Array, Float
 
 from ._gtf import check_finite, gtf_forward
 from ._solver import AbstractSolver, Sequential
-from .models import LSSM, AbstractGTFModel, AbstractModel
+from .models import AbstractGTFModel, AbstractModel
 
 
 def warm_start(
@@ -30,10 +30,12 @@ def warm_start(
     s = context_inputs
     if s is not None and s.shape[0] == context.shape[0]:  # no input for the first prediction
         s = jnp.concatenate([s, jnp.zeros_like(s[:1])], axis=0)
+    if hasattr(model, "warm_start"):  # a model's own rule (e.g. TTT / selective-SSM baselines)
+        return model.warm_start(context, s)
     if isinstance(model, AbstractGTFModel):
         z, _ = gtf_forward(model, x, 1.0, solver=solver, inputs=s)
         return z[-1]
-    if isinstance(model, LSSM):
+    if hasattr(model, "teacher_forced"):  # LSSM-like: latents driven by the data
         return model.teacher_forced(x, s)[-1]
     raise TypeError(f"no warm-up rule for {type(model).__name__}; pass `z0` instead.")
 
@@ -66,7 +68,8 @@ def generate(
     """Generate a free-running orbit.
 
     With `context` (observations `x_0..x_{Tc-1}`), the model is first warmed up on them
-    (GTF with α = 1 for the shPLRNN, teacher forcing for the LSSM) and the result are the
+    (GTF with α = 1 for the shPLRNN, teacher forcing for the LSSM, or the model's own
+    `warm_start(context, inputs)` method) and the result are the
     predictions `x̂_{Tc}, …, x̂_{Tc+n-1}`. With `z0` instead, the result is
     `x̂_1..x̂_n` of `z_t = F(z_{t-1})`. Batched over a leading axis of `context`/`z0`.
 

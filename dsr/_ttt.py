@@ -214,13 +214,13 @@ def _recurrent(q, k, v, w0, lr, mom, L, kernel, update_kernel, weight_norm):
             W = _weight_norm(W, w0_norm)
             if update_kernel:
                 th = jax.tree_util.tree_map(_weight_norm, th, th_norm)
-        O = _phi(th, Qt) @ W  # O_t = φ_{t+1}(Q_t) W_{t+1}
-        return (W, dW, th, dth), O
+        out = _phi(th, Qt) @ W  # O_t = φ_{t+1}(Q_t) W_{t+1}
+        return (W, dW, th, dth), out
 
     dth0 = jax.tree_util.tree_map(jnp.zeros_like, kernel) if update_kernel else None
     carry = (w0, jnp.zeros_like(w0), kernel, dth0)
-    _, O = jax.lax.scan(body, carry, (Qc, Kc, Vc, lr, mom))
-    return O.reshape(n * L, -1)[:T]
+    _, out = jax.lax.scan(body, carry, (Qc, Kc, Vc, lr, mom))
+    return out.reshape(n * L, -1)[:T]
 
 
 # ----------------------------------------------------------------------------------------
@@ -285,17 +285,19 @@ def _parallel(q, k, v, w0, lr, mom, L, kernel, block_size):
     if m == 1:
         # One chunk per block: the mask is the constant η_t, so the whole output of the
         # block is φ(Q_t) W_{t+1} (the cheaper order of the same product).
-        O = jnp.einsum("bph,bhv->bpv", phiq, W_out.reshape(nb, Dh, Dv))
+        out = jnp.einsum("bph,bhv->bpv", phiq, W_out.reshape(nb, Dh, Dv))
     else:
         W_in = jnp.concatenate([w0.reshape(1, HV), W_out[:-1]], axis=0).reshape(nb, Dh, Dv)
         M_in = M_in.reshape(nb, Dh, Dv)
         # Intra-block: ((φ(Q) φ(K)ᵀ) ⊙ Cl^{↑L}) V, one batched dense product.
         Cup = tokens(jnp.repeat(Cl, L, axis=1))  # (nb, B, B)
         S = jnp.einsum("bph,bqh->bpq", phiq, phik) * Cup
-        O = (jnp.einsum("bpq,bqv->bpv", S, V)
-             + jnp.einsum("bph,bhv->bpv", phiq, W_in)
-             + tokens(g)[..., None] * jnp.einsum("bph,bhv->bpv", phiq, M_in))
-    return O.reshape(Tp, Dv)[:T]
+        out = (
+            jnp.einsum("bpq,bqv->bpv", S, V)
+            + jnp.einsum("bph,bhv->bpv", phiq, W_in)
+            + tokens(g)[..., None] * jnp.einsum("bph,bhv->bpv", phiq, M_in)
+        )
+    return out.reshape(Tp, Dv)[:T]
 
 
 # ----------------------------------------------------------------------------------------

@@ -96,6 +96,7 @@ class TTTLinear(eqx.Module):
         _check_positive_int("block_size", block_size, allow_none=True)
         if kernel not in _KERNELS:
             raise ValueError(f"`kernel` must be one of {_KERNELS}; got {kernel!r}.")
+        _check_form(form, update_kernel, weight_norm, None if kernel == "identity" else kernel)
         if not lr_init > 0:
             raise ValueError(f"`lr_init` must be positive; got {lr_init!r}.")
         if not 0 < momentum_init < 1:
