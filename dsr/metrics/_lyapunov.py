@@ -250,8 +250,10 @@ def vector_field_lyapunov_spectrum(
 
     ```python
     def lorenz(x):
-        return jnp.stack([10 * (x[1] - x[0]), x[0] * (28 - x[2]) - x[1], x[0] * x[1] - 8 / 3 * x[2]])
-    lams = vector_field_lyapunov_spectrum(lorenz, jnp.ones(3), 0.01, 50_000)  # ≈ (0.906, 0, -14.57)
+        return jnp.stack([10 * (x[1] - x[0]), x[0] * (28 - x[2]) - x[1],
+                          x[0] * x[1] - 8 / 3 * x[2]])
+    lams = vector_field_lyapunov_spectrum(lorenz, jnp.ones(3), 0.01, 50_000)
+    # ≈ (0.906, 0.0, -14.57)
     ```
     """
     n_steps, n_transient = _check_counts(n_steps, n_transient)

@@ -109,6 +109,7 @@ def power_spectrum_distance(
     dists = np.ones(x_true.shape[1])
     ok = q_tot > 0
     q = q[ok] / q_tot[ok, None]
-    bc = np.sum(np.sqrt(p[ok] * q), axis=1)  # Bhattacharyya coefficient
-    dists[ok] = np.sqrt(np.clip(1.0 - bc, 0.0, 1.0))
+    # 1 - Σ sqrt(p q) = ½ Σ (sqrt p - sqrt q)² for normalised p, q: exact zero for p = q
+    h2 = 0.5 * np.sum((np.sqrt(p[ok]) - np.sqrt(q)) ** 2, axis=1)
+    dists[ok] = np.sqrt(np.clip(h2, 0.0, 1.0))
     return float(dists.mean())

@@ -1,0 +1,422 @@
+"""Tests for dsr.metrics: D_stsp, delay embedding, power-spectrum distance, Lyapunov exponents."""
+
+import math
+import warnings
+
+import equinox as eqx
+import hypothesis.strategies as st
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import scipy.special
+from hypothesis import given, settings
+
+from dsr.metrics import (
+    StateSpaceDivergence,
+    delay_embed,
+    lyapunov_spectrum,
+    max_lyapunov,
+    model_lyapunov_spectrum,
+    power_spectrum_distance,
+    state_space_divergence,
+    vector_field_lyapunov_spectrum,
+)
+
+
+# ------------------------------------------------------------------------------------------------
+# data
+# ------------------------------------------------------------------------------------------------
+
+
+def lorenz_field(x, sigma=10.0, rho=28.0, beta=8.0 / 3.0):
+    return jnp.stack([sigma * (x[1] - x[0]), x[0] * (rho - x[2]) - x[1], x[0] * x[1] - beta * x[2]])
+
+
+def _rk4_orbit(f, x0, dt, n, transient):
+    def step(x, _):
+        k1 = f(x)
+        k2 = f(x + dt / 2 * k1)
+        k3 = f(x + dt / 2 * k2)
+        k4 = f(x + dt * k3)
+        x = x + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+        return x, x
+
+    _, xs = jax.lax.scan(step, jnp.asarray(x0, jnp.float64), None, length=n + transient)
+    return np.asarray(xs[transient:])
+
+
+@pytest.fixture(scope="module")
+def lorenz_pair():
+    """Two independent Lorenz-63 orbits (dt = 0.01), 4,000 and 12,000 points."""
+    x = _rk4_orbit(lorenz_field, (1.0, 1.0, 1.0), 0.01, 4_000, 1_000)
+    y = _rk4_orbit(lorenz_field, (-3.0, 2.0, 20.0), 0.01, 12_000, 1_000)
+    return x, y
+
+
+def _reference_dstsp(x, y, s, idx, eps):
+    """Independent float64 NumPy reference of the Monte-Carlo estimator (Eqs. 67-68)."""
+    q = x[idx] + eps * s
+
+    def logpdf(points):
+        z = (q[:, None, :] - points[None]) / s
+        logk = -0.5 * np.sum(z**2, -1) - np.sum(np.log(s)) - 0.5 * x.shape[1] * np.log(2 * np.pi)
+        return scipy.special.logsumexp(logk, axis=1) - np.log(len(points))
+
+    return np.mean(logpdf(x) - logpdf(y))
+
+
+# ------------------------------------------------------------------------------------------------
+# delay embedding
+# ------------------------------------------------------------------------------------------------
+
+
+def test_delay_embed_values():
+    x = np.arange(20.0).reshape(10, 2)
+    xi = delay_embed(x, 3, 2)
+    assert xi.shape == (6, 6)
+    # row 0 is time t = 4: (x_4, x_2, x_0)
+    np.testing.assert_array_equal(xi[0], np.concatenate([x[4], x[2], x[0]]))
+    np.testing.assert_array_equal(xi[-1], np.concatenate([x[9], x[7], x[5]]))
+    np.testing.assert_array_equal(delay_embed(x, 1, 5), x)
+    assert isinstance(delay_embed(jnp.asarray(x), 2, 1), jax.Array)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    T=st.integers(1, 40), N=st.integers(1, 3), m=st.integers(1, 5), tau=st.integers(1, 6)
+)
+def test_delay_embed_hypothesis(T, N, m, tau):
+    x = np.random.default_rng(T * 7 + N).normal(size=(T, N))
+    window = (m - 1) * tau + 1
+    if T < window:
+        with pytest.raises(ValueError, match="`x`"):
+            delay_embed(x, m, tau)
+        return
+    xi = delay_embed(x, m, tau)
+    assert xi.shape == (T - window + 1, m * N)
+    for i in (0, xi.shape[0] - 1):
+        t = i + (m - 1) * tau
+        for k in range(m):
+            np.testing.assert_array_equal(xi[i, k * N : (k + 1) * N], x[t - k * tau])
+
+
+def test_delay_embed_bad_args():
+    x = np.zeros((10, 2))
+    with pytest.raises(ValueError, match="`m`"):
+        delay_embed(x, 0, 1)
+    with pytest.raises(ValueError, match="`tau`"):
+        delay_embed(x, 2, 0)
+    with pytest.raises(TypeError, match="`tau`"):
+        delay_embed(x, 2, 1.5)
+
+
+# ------------------------------------------------------------------------------------------------
+# D_stsp
+# ------------------------------------------------------------------------------------------------
+
+
+def test_exact_matches_numpy_reference(getkey):
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(300, 2)) * [1.0, 3.0]
+    y = rng.normal(size=(500, 2)) * [1.5, 2.0] + [0.5, 0.0]
+    key = getkey()
+    res = state_space_divergence(x, y, n_samples=700, key=key, method="exact")
+    # rebuild the same samples
+    k_idx, k_eps, _ = jax.random.split(key, 3)
+    idx = np.asarray(jax.random.randint(k_idx, (700,), 0, 300))
+    eps = np.asarray(jax.random.normal(k_eps, (700, 2)), dtype=np.float64)
+    f = (300 * 4 / 4) ** (-1 / 6)
+    s = f * x.std(0, ddof=1)
+    np.testing.assert_allclose(res.bandwidth, s, rtol=1e-12)
+    ref = _reference_dstsp(x, y, s, idx, eps)
+    assert res.value == pytest.approx(ref, rel=1e-9, abs=1e-12)
+    assert res.value > 0.05
+
+
+def test_result_object(getkey):
+    x = np.random.default_rng(1).normal(size=(200, 1))
+    res = state_space_divergence(x, x + 0.3, n_samples=500, key=getkey())
+    assert isinstance(res, StateSpaceDivergence)
+    value, stderr = res
+    assert value == res.value and stderr == res.stderr
+    assert float(res) == res.value
+    assert res.method == "exact" and res.n_samples == 500 and stderr > 0
+
+
+def test_identical_orbits_zero(lorenz_pair, getkey):
+    x, _ = lorenz_pair
+    res = state_space_divergence(x, x, n_samples=2_000, key=getkey())
+    assert abs(res.value) < 1e-12
+
+
+def test_two_samples_same_distribution(lorenz_pair, getkey):
+    # two independent orbits of the same attractor (the Monte-Carlo part is exact here)
+    x, y = lorenz_pair
+    key = getkey()
+    res = state_space_divergence(x, y, n_samples=5_000, key=key)
+    assert abs(res.value) < 0.05
+    # two i.i.d. samples of one Gaussian: D ≈ 0 up to a few standard errors and the O(1/(T h^d))
+    # positive bias of kernel estimates (small for T = 20,000, h = 0.5)
+    rng = np.random.default_rng(2)
+    a, b = rng.normal(size=(20_000, 2)), rng.normal(size=(20_000, 2))
+    res = state_space_divergence(a, b, n_samples=5_000, key=key, bandwidth=0.5)
+    assert abs(res.value) < 4 * res.stderr + 1e-3
+
+
+def test_monotone_in_shift_and_scale(lorenz_pair, getkey):
+    x, y = lorenz_pair
+    sd = x.std(0)
+    key = getkey()
+
+    def D(z):
+        return state_space_divergence(x, z, n_samples=3_000, key=key).value
+
+    shifts = [D(y + c * sd) for c in (0.0, 0.25, 0.5, 1.0, 2.0)]
+    assert all(b > a for a, b in zip(shifts, shifts[1:])), shifts
+    m = y.mean(0)
+    scales = [D(m + k * (y - m)) for k in (1.0, 1.3, 1.7, 2.5)]
+    assert all(b > a for a, b in zip(scales, scales[1:])), scales
+
+
+def test_embedding_equals_embedded_inputs(getkey):
+    rng = np.random.default_rng(3)
+    x = np.cumsum(rng.normal(size=(400, 2)), axis=0) * 0.1
+    y = np.cumsum(rng.normal(size=(500, 2)), axis=0) * 0.1
+    key = getkey()
+    a = state_space_divergence(x, y, n_samples=500, key=key, embedding=(3, 5))
+    b = state_space_divergence(delay_embed(x, 3, 5), delay_embed(y, 3, 5), n_samples=500, key=key)
+    assert a.value == b.value
+    assert len(a.bandwidth) == 6
+
+
+def test_user_bandwidth(getkey):
+    rng = np.random.default_rng(4)
+    x, y = rng.normal(size=(200, 2)), rng.normal(size=(200, 2)) + 0.5
+    key = getkey()
+    r1 = state_space_divergence(x, y, n_samples=500, key=key, bandwidth=0.4)
+    r2 = state_space_divergence(x, y, n_samples=500, key=key, bandwidth=np.array([0.4, 0.4]))
+    assert r1.value == r2.value and r1.bandwidth == (0.4, 0.4)
+    # wider kernels blur the shift away
+    r3 = state_space_divergence(x, y, n_samples=500, key=key, bandwidth=2.0)
+    assert r3.value < r1.value
+
+
+def test_grid_matches_exact(lorenz_pair, getkey):
+    x, y = lorenz_pair
+    key = getkey()
+    ex = state_space_divergence(x, y, n_samples=8_000, key=key, method="exact")
+    gr = state_space_divergence(x, y, n_samples=8_000, key=key, method="grid")
+    assert gr.method == "grid" and gr.n_check < 8_000
+    assert abs(gr.value - ex.value) <= 0.01 * abs(ex.value)
+    assert abs(gr.value - ex.value) <= 5 * gr.approx_stderr + 1e-9
+    # a badly wrong "model" (far tails of q̂) goes through the certified tail path
+    far = y + 3 * x.std(0)
+    ex = state_space_divergence(x, far, n_samples=4_000, key=key, method="exact")
+    gr = state_space_divergence(x, far, n_samples=4_000, key=key, method="grid")
+    assert gr.value == pytest.approx(ex.value, rel=1e-3)
+
+
+def test_subsample_matches_exact(lorenz_pair, getkey):
+    x, y = lorenz_pair
+    key = getkey()
+    ex = state_space_divergence(x, y, n_samples=5_000, key=key, method="exact", embedding=(2, 5))
+    ss = state_space_divergence(x, y, n_samples=5_000, key=key, method="subsample",
+                                embedding=(2, 5), subsample=4)
+    assert ss.method == "subsample"
+    assert abs(ss.value - ex.value) <= 5 * ss.approx_stderr + 1e-9
+    assert abs(ss.value - ex.value) <= 0.02 * abs(ex.value)
+
+
+def test_bad_inputs(getkey):
+    key = getkey()
+    x = np.random.default_rng(5).normal(size=(100, 2))
+    bad = x.copy()
+    bad[3, 1] = np.nan
+    with pytest.raises(ValueError, match="x_true"):
+        state_space_divergence(bad, x, key=key, n_samples=10)
+    with pytest.raises(ValueError, match="x_gen"):
+        state_space_divergence(x, x[:, :1], key=key, n_samples=10)
+    with pytest.raises(ValueError, match="x_true"):
+        state_space_divergence(x[:20], x, key=key, n_samples=10, embedding=(3, 10))
+    with pytest.raises(ValueError, match="x_gen"):
+        state_space_divergence(x, x[:20], key=key, n_samples=10, embedding=(3, 10))
+    for n in (0, -5):
+        with pytest.raises(ValueError, match="n_samples"):
+            state_space_divergence(x, x, key=key, n_samples=n)
+    for bw in (-1.0, 0.0, np.nan, [1.0, 2.0, 3.0], "scott", [1.0, -1.0]):
+        with pytest.raises(ValueError, match="bandwidth"):
+            state_space_divergence(x, x, key=key, n_samples=10, bandwidth=bw)
+    const = np.ones((50, 2))
+    with pytest.raises(ValueError, match="x_true"):
+        state_space_divergence(const, x, key=key, n_samples=10)
+    with pytest.raises(ValueError, match="method"):
+        state_space_divergence(x, x, key=key, n_samples=10, method="fast")
+    with pytest.raises(ValueError, match="grid"):
+        state_space_divergence(np.random.default_rng(0).normal(size=(50, 4)),
+                               np.random.default_rng(1).normal(size=(50, 4)),
+                               key=key, n_samples=10, method="grid")
+
+
+@pytest.mark.parametrize("kind", ["nan", "inf", "huge"])
+def test_diverged_orbit_gives_inf(kind, getkey):
+    x = np.random.default_rng(6).normal(size=(100, 2))
+    y = x.copy()
+    y[50:] = {"nan": np.nan, "inf": np.inf, "huge": 1e30}[kind]
+    with pytest.warns(RuntimeWarning, match="diverged"):
+        res = state_space_divergence(x, y, key=getkey(), n_samples=100)
+    assert res.value == math.inf and not math.isfinite(float(res))
+
+
+# ------------------------------------------------------------------------------------------------
+# power spectrum distance
+# ------------------------------------------------------------------------------------------------
+
+
+def _sines(freq, T=4_000, noise=0.0, seed=0):
+    t = np.arange(T)
+    rng = np.random.default_rng(seed)
+    x = np.stack([np.sin(2 * np.pi * freq * t), np.cos(2 * np.pi * 1.7 * freq * t)], axis=1)
+    return x + noise * rng.normal(size=x.shape)
+
+
+def test_power_spectrum_zero_for_identical(lorenz_pair):
+    x, _ = lorenz_pair
+    assert power_spectrum_distance(x, x) == 0.0
+    s = _sines(0.01)
+    assert power_spectrum_distance(s, s) == 0.0
+    # scale and offset invariant
+    assert power_spectrum_distance(s, 3 * s + 1) == pytest.approx(0.0, abs=1e-7)
+
+
+def test_power_spectrum_grows():
+    base = _sines(0.01)
+    d_freq = [power_spectrum_distance(base, _sines(f)) for f in (0.01, 0.0105, 0.012, 0.02, 0.05)]
+    assert d_freq[0] == 0.0
+    assert all(b > a for a, b in zip(d_freq, d_freq[1:])), d_freq
+    d_noise = [
+        power_spectrum_distance(base, _sines(0.01, noise=n, seed=1)) for n in (0.1, 0.5, 2.0)
+    ]
+    assert all(b > a for a, b in zip(d_noise, d_noise[1:])), d_noise
+    assert all(0.0 <= v <= 1.0 for v in d_freq + d_noise)
+
+
+def test_power_spectrum_lorenz_orbits(lorenz_pair):
+    x, y = lorenz_pair
+    same = power_spectrum_distance(x, y)  # different lengths: segment-averaged
+    noise = np.random.default_rng(0).normal(size=y.shape)
+    other = power_spectrum_distance(x, noise)
+    assert 0.0 < same < 0.1 < 0.5 < other <= 1.0
+
+
+def test_power_spectrum_bad_input_and_divergence():
+    s = _sines(0.01)
+    bad = s.copy()
+    bad[10, 0] = np.nan
+    with pytest.raises(ValueError, match="x_true"):
+        power_spectrum_distance(bad, s)
+    with pytest.raises(ValueError, match="x_gen"):
+        power_spectrum_distance(s, s[:, :1])
+    with pytest.raises(ValueError, match="smoothing"):
+        power_spectrum_distance(s, s, smoothing=-1.0)
+    with pytest.warns(RuntimeWarning, match="diverged"):
+        assert power_spectrum_distance(s, bad) == 1.0
+    with pytest.warns(RuntimeWarning, match="constant"):
+        assert power_spectrum_distance(s, np.ones_like(s)) == 1.0
+
+
+# ------------------------------------------------------------------------------------------------
+# Lyapunov exponents
+# ------------------------------------------------------------------------------------------------
+
+
+def test_lorenz_max_lyapunov():
+    lam = vector_field_lyapunov_spectrum(lorenz_field, jnp.array([1.0, 1.0, 1.0]), 0.01, 40_000,
+                                         n_exponents=1)
+    assert lam.shape == (1,)
+    assert abs(float(lam[0]) - 0.906) < 0.05 * 0.906
+
+
+def test_lorenz_full_spectrum_sum():
+    # f(t, x) signature; the exponents sum to the divergence -(σ + 1 + β) = -13.667
+    lams = vector_field_lyapunov_spectrum(lambda t, x: lorenz_field(x), jnp.ones(3), 0.01, 10_000)
+    assert lams.shape == (3,)
+    assert float(jnp.sum(lams)) == pytest.approx(-(10 + 1 + 8 / 3), rel=1e-3)
+    assert abs(float(lams[1])) < 0.05
+    assert lams[0] > 0.7
+
+
+def test_linear_map_exact():
+    A = jnp.array([[2.0, 1.0], [0.0, 0.5]])
+    lams = lyapunov_spectrum(lambda z: A @ z, lambda z: A, jnp.array([1.0, 1.0]), 200,
+                             n_transient=0)
+    np.testing.assert_allclose(lams, [math.log(2.0), math.log(0.5)], atol=1e-10)
+    lams_dt = lyapunov_spectrum(lambda z: A @ z, lambda z: A, jnp.ones(2), 200, dt=0.5,
+                                n_transient=0, n_exponents=1)
+    np.testing.assert_allclose(lams_dt, [2 * math.log(2.0)], atol=1e-10)
+
+
+class Henon(eqx.Module):
+    """Toy model with the library's model API: `step(z)` and `jacobian(z)`."""
+
+    a: jax.Array
+    b: jax.Array
+
+    def step(self, z):
+        return jnp.stack([1.0 - self.a * z[0] ** 2 + z[1], self.b * z[0]])
+
+    def jacobian(self, z):
+        return jnp.array([[-2.0 * self.a * z[0], 1.0], [self.b, 0.0]])
+
+
+def test_model_lyapunov_henon():
+    model = Henon(jnp.asarray(1.4), jnp.asarray(0.3))
+    z0 = jnp.array([0.1, 0.1])
+    lams = model_lyapunov_spectrum(model, z0, 50_000)
+    np.testing.assert_allclose(lams, [0.419, -1.623], atol=0.01)
+    # sum of exponents = log|det J| = log b
+    assert float(jnp.sum(lams)) == pytest.approx(math.log(0.3), abs=1e-10)
+    lmax = max_lyapunov(model.step, model.jacobian, z0, 50_000)
+    assert float(lmax) == pytest.approx(float(lams[0]), abs=0.01)
+    # a jacobian from autodiff agrees with the hand-written one
+    lams_ad = lyapunov_spectrum(model.step, jax.jacfwd(model.step), z0, 50_000)
+    np.testing.assert_allclose(lams_ad, lams, atol=1e-8)
+
+
+def test_lyapunov_bad_args():
+    f = lambda z: z  # noqa: E731
+    with pytest.raises(ValueError, match="n_steps"):
+        lyapunov_spectrum(f, jax.jacfwd(f), jnp.ones(2), 0)
+    with pytest.raises(ValueError, match="dt"):
+        lyapunov_spectrum(f, jax.jacfwd(f), jnp.ones(2), 10, dt=0.0)
+    with pytest.raises(ValueError, match="n_exponents"):
+        lyapunov_spectrum(f, jax.jacfwd(f), jnp.ones(2), 10, n_exponents=3)
+    with pytest.raises(ValueError, match="z0"):
+        lyapunov_spectrum(f, jax.jacfwd(f), jnp.ones((2, 2)), 10)
+
+
+# ------------------------------------------------------------------------------------------------
+# slow: larger sizes
+# ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_grid_and_subsample_medium_scale(getkey):
+    x = _rk4_orbit(lorenz_field, (1.0, 1.0, 1.0), 0.01, 20_000, 1_000)
+    y = _rk4_orbit(lambda z: lorenz_field(z, rho=29.0), (-3.0, 2.0, 20.0), 0.01, 60_000, 1_000)
+    key = getkey()
+    ex = state_space_divergence(x, y, n_samples=50_000, key=key, method="exact")
+    gr = state_space_divergence(x, y, n_samples=50_000, key=key, method="grid")
+    assert abs(gr.value - ex.value) <= 0.01 * abs(ex.value)
+    ex = state_space_divergence(x, y, n_samples=20_000, key=key, method="exact", embedding=(3, 10))
+    ss = state_space_divergence(x, y, n_samples=20_000, key=key, method="subsample",
+                                embedding=(3, 10))
+    assert abs(ss.value - ex.value) <= max(0.01 * abs(ex.value), 5 * ss.approx_stderr)
+
+
+@pytest.mark.slow
+def test_no_warnings_on_regular_call(lorenz_pair, getkey):
+    x, y = lorenz_pair
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        state_space_divergence(x, y, n_samples=1_000, key=getkey(), method="grid")
