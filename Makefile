@@ -17,11 +17,12 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/python -m examples.demo
 
+# Two workers (pytest-xdist): most test time is single-threaded XLA compilation.
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n 2
 
 test-all: $(STAMP)
-	$(BIN)/python -m pytest -m ""
+	$(BIN)/python -m pytest -n 2 -m ""
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.runtime --quick --out results/runtime
