@@ -17,6 +17,7 @@ from ._ttt_layer import TTTLinear as TTTLinear
 from ._solver import DEER as DEER, AbstractSolver as AbstractSolver
 from ._solver import Sequential as Sequential, SolverInfo as SolverInfo
 from .models import AbstractGTFModel as AbstractGTFModel, AbstractModel as AbstractModel
-from .models import LSSM as LSSM, ShPLRNN as ShPLRNN
+from .models import LSSM as LSSM, SelectiveSSM as SelectiveSSM, ShPLRNN as ShPLRNN
+from .models import TTTModel as TTTModel
 
 __version__ = "0.1.0"

@@ -10,9 +10,9 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from .models import LSSM, AbstractModel, ShPLRNN
+from .models import LSSM, AbstractModel, SelectiveSSM, ShPLRNN
 
-_CLASSES = {"ShPLRNN": ShPLRNN, "LSSM": LSSM}
+_CLASSES = {"ShPLRNN": ShPLRNN, "LSSM": LSSM, "SelectiveSSM": SelectiveSSM}
 
 
 def hyperparameters(model: AbstractModel) -> dict:
@@ -24,7 +24,10 @@ def hyperparameters(model: AbstractModel) -> dict:
               hidden_dim=model.hidden_dim, input_dim=model.input_dim)
     if isinstance(model, ShPLRNN):
         hp["rank"] = model.rank
-    hp["dtype"] = str(jnp.asarray(model.A_bar).dtype)
+    if isinstance(model, SelectiveSSM):
+        hp.update(n_heads=model.n_heads, state_size=model.state_size)
+    leaf = next(x for x in jax.tree_util.tree_leaves(model) if eqx.is_inexact_array(x))
+    hp["dtype"] = str(leaf.dtype)
     return {"class": name, "hyperparameters": hp}
 
 

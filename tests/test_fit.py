@@ -122,7 +122,8 @@ def test_generate_matches_manual_loop():
 
 
 def test_save_load_roundtrip(tmp_path):
-    for m in (random_shplrnn(3, 4, seed=7, rank=2), dsr.LSSM(2, 3, 4, key=jax.random.key(1))):
+    for m in (random_shplrnn(3, 4, seed=7, rank=2), dsr.LSSM(2, 3, 4, key=jax.random.key(1)),
+              dsr.SelectiveSSM(2, 8, 4, key=jax.random.key(2))):
         path = tmp_path / f"{type(m).__name__}.eqx"
         dsr.save(path, m)
         m2 = dsr.load(path)
