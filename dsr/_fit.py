@@ -84,13 +84,16 @@ def _check_int(name, v, lo):
         raise ValueError(f"`{name}` must be an int ≥ {lo}; got {v!r}.")
 
 
-def resolve_solver(solver, seq_len: int, backend: str | None = None) -> AbstractSolver:
+def resolve_solver(solver, seq_len: int, latent_dim: int = 0,
+                   backend: str | None = None) -> AbstractSolver:
     """Map `solver` (an `AbstractSolver` or a name) to a solver object.
 
-    `"auto"`: GTF-DEER (full Jacobian) on accelerators, where its O(log T)-depth Newton steps
-    win by orders of magnitude (README, Performance); on CPU, DEER for long sequences
-    (T ≥ 512, where `benchmarks.runtime` measured it at least as fast as the sequential
-    scan) and `Sequential()` for short ones.
+    `"auto"`: GTF-DEER (full Jacobian) on accelerators, where its O(log T)-depth Newton
+    steps are the point of the method. On CPU, DEER when the latent dimension is small
+    (M ≤ 8) — `benchmarks.runtime` measured its training step 1.4–2.4× faster than the
+    sequential one for M = 4 at every T from 128 to 32,768 — and `Sequential()` otherwise
+    (M = 16: DEER 0.4–0.55× as fast; M = 64: ≤ 0.08×), because the per-step work of DEER
+    grows as M³ while the sequential loop's grows as M².
     """
     if isinstance(solver, AbstractSolver):
         return solver
@@ -105,7 +108,7 @@ def resolve_solver(solver, seq_len: int, backend: str | None = None) -> Abstract
     backend = jax.default_backend() if backend is None else backend
     if backend != "cpu":
         return DEER()
-    return DEER() if seq_len >= 512 else Sequential()
+    return DEER() if latent_dim <= 8 else Sequential()
 
 
 def _model_dtype(model):
@@ -260,7 +263,8 @@ def fit(
     - `learning_rate` / `optimizer`: defaults to `default_optimizer` (RAdam, cosine decay,
       clipping).
     - `solver`: `dsr.DEER(...)`, `dsr.Sequential()`, or a name: `"deer"`, `"quasi"`,
-      `"sequential"`, `"auto"` (see `resolve_solver`).
+      `"sequential"`, `"auto"` (DEER on accelerators; on CPU DEER for M ≤ 8, else sequential;
+      see `resolve_solver`).
     - `regularization`: a `dsr.Regularization` (MAR, L1(B), L2(B)).
     - `inputs`: external inputs aligned with `data` (same structure), if the model has any.
     - `key`: PRNG key for window sampling (same key ⇒ same run).
@@ -306,7 +310,7 @@ def fit(
         raise ValueError(f"`alpha_gamma` must lie in (0, 1]; got {alpha_gamma!r}.")
     if not (isinstance(learning_rate, numbers.Real) and learning_rate > 0 and math.isfinite(learning_rate)):
         raise ValueError(f"`learning_rate` must be a positive number; got {learning_rate!r}.")
-    solver_obj = resolve_solver(solver, seq_len)
+    solver_obj = resolve_solver(solver, seq_len, model.latent_dim)
     if regularization is not None:
         if not isinstance(regularization, Regularization):
             raise TypeError("`regularization` must be a dsr.Regularization or None.")

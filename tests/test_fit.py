@@ -167,3 +167,12 @@ def test_nonfinite_steps_are_not_applied():
     assert not res.history["applied"].any()
     for u, v in zip(jax.tree_util.tree_leaves(model), jax.tree_util.tree_leaves(res.model)):
         np.testing.assert_array_equal(u, v)
+
+
+def test_auto_solver_choice():
+    from dsr._fit import resolve_solver
+
+    assert isinstance(resolve_solver("auto", 256, 4, "cpu"), dsr.DEER)
+    assert isinstance(resolve_solver("auto", 256, 16, "cpu"), dsr.Sequential)
+    assert isinstance(resolve_solver("auto", 256, 64, "gpu"), dsr.DEER)
+    assert resolve_solver("quasi", 10).jacobian == "diag"
