@@ -277,7 +277,9 @@ def fit(
       converged or non-finite; such a batch is re-solved with `Sequential()`), α is raised
       by 0.05 with a warning.
 
-    A step whose loss or gradient is non-finite is never applied.
+    A step whose loss or gradient is non-finite is never applied; after `10 × max_failures`
+    such steps in a row (the model diverges even sequentially) fit stops with a warning and
+    returns what it has.
 
     **Returns:** a `FitResult`.
 
@@ -380,7 +382,7 @@ def fit(
             raise KeyboardInterrupt("SIGTERM")
 
         old_handler = signal.signal(signal.SIGTERM, _on_term)
-    completed = start
+    completed, skipped_run = start, 0
     try:
         for step in range(start, steps):
             t0 = time.perf_counter()
@@ -396,9 +398,11 @@ def fit(
             fallback = False
             if gtf and not bool(ok) and not isinstance(solver_obj, Sequential):
                 fallback = True
-                consecutive += 1
                 model_new, opt_new, loss, mse, ok, _, _ = _train_step(
                     model, opt_state, xb, sb, a, Sequential(), warmup, reg, optimizer)
+                # Only a batch that the sequential solve handles is a DEER failure; if that
+                # one is non-finite too, the model itself has blown up (counted as skipped).
+                consecutive = consecutive + 1 if bool(ok) else 0
                 if consecutive >= max_failures and alpha_val < 1.0:
                     alpha_val = min(1.0, alpha_val + 0.05)
                     consecutive = 0
@@ -407,6 +411,7 @@ def fit(
                         f"raising alpha to {alpha_val:.3f}.", stacklevel=2)
             else:
                 consecutive = 0
+            skipped_run = 0 if bool(ok) else skipped_run + 1
             model, opt_state = model_new, opt_new
             ok = bool(ok)
             history["loss"].append(float(loss))
@@ -426,6 +431,13 @@ def fit(
                 _save_checkpoint(checkpoint, model, opt_state, done, alpha_val, history, settings,
                                  consecutive)
                 last_ckpt = os.fspath(checkpoint)
+            if skipped_run >= 10 * max_failures:
+                warnings.warn(
+                    f"fit stopped after {completed} steps: the last {skipped_run} updates had a "
+                    "non-finite loss or gradient even with the sequential solver, so the model "
+                    "itself diverges on the data (lower the learning rate, raise alpha, or "
+                    "re-initialize).", stacklevel=2)
+                break
             if bar is not None:
                 bar.update(1)
                 if done % 10 == 0 or done == steps:
