@@ -5,7 +5,7 @@ GTF-DEER for a few minutes on this CPU, evaluates D_stsp, D_H, RMSE(128) and the
 Lyapunov exponent next to the untrained model, saves the model, a checkpoint and a PNG of
 the true vs generated attractor under `results/demo/`.
 
-    python -m examples.demo [--steps 3000] [--out results/demo]
+    python -m examples.demo [--steps 6000] [--out results/demo]
 """
 
 from __future__ import annotations
@@ -44,13 +44,13 @@ def plot(x_true, x_gen, path):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--steps", type=int, default=3000)
+    p.add_argument("--steps", type=int, default=6000)
     p.add_argument("--seq-len", type=int, default=200)
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--alpha", type=float, default=0.1)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default="results/demo")
-    p.add_argument("--n-samples", type=int, default=200_000, help="D_stsp Monte-Carlo samples")
+    p.add_argument("--n-samples", type=int, default=100_000, help="D_stsp Monte-Carlo samples")
     args = p.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
 
