@@ -21,7 +21,6 @@ import sys
 import time
 
 import equinox as eqx
-import jax
 import jax.numpy as jnp
 import numpy as np
 

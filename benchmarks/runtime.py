@@ -29,7 +29,6 @@ import time
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 import dsr
 

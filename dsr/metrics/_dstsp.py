@@ -52,7 +52,7 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.fft
 import scipy.spatial
-from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
+from jaxtyping import ArrayLike, Float, PRNGKeyArray
 
 from ._embedding import delay_embed, embedding_window
 
@@ -361,7 +361,6 @@ def _grid_interp(loggrid: np.ndarray, reliable: np.ndarray, uq: np.ndarray, lo, 
 
 def _grid_logsums(uq, u_true, u_gen, delta):
     """Approximate unnormalised log-sums for both mixtures at all queries, plus reliability."""
-    d = uq.shape[1]
     qlo = uq.min(axis=0) - 2 * delta
     qhi = uq.max(axis=0) + 3 * delta
     lo = qlo - _GRID_R
