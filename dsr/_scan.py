@@ -216,16 +216,27 @@ def _scan_fwd(A, b, z0, full, method, chunk_size):
     return z, (A, z, z0)
 
 
-def _scan_bwd(full, method, chunk_size, res, g):
-    A, z, z0 = res
-    # μ_t = g_t + A_{t+1}ᵀ μ_{t+1}; the reverse scan returns λ_{t-1} = g'_{t-1} + A_tᵀ λ_t
-    # with λ_T = g_T and g' = (0, g_1, …, g_{T-1}): λ_0 = A_1ᵀ μ_1 is the z0 cotangent.
+def _adjoint(A, g, full, method, chunk_size):
+    """Adjoint of `z_t = A_t z_{t-1} + b_t` for output cotangents `g` (t = 1..T):
+    `μ_t = g_t + A_{t+1}ᵀ μ_{t+1}`, `μ_T = g_T`. Returns `(μ, A_1ᵀ μ_1)`, the cotangents of
+    `b` and `z0`. The reverse scan gives `λ_{t-1} = g'_{t-1} + A_tᵀ λ_t` with `λ_T = g_T`
+    and `g' = (0, g_1, …, g_{T-1})`, so `μ = (λ_1, …, λ_{T-1}, g_T)` and `λ_0 = A_1ᵀ μ_1`."""
     gshift = jnp.concatenate([jnp.zeros_like(g[:1]), g[:-1]], axis=0)
     lam = _scan_core_reverse(A, gshift, g[-1], full, method, chunk_size)
-    mu = jnp.concatenate([lam[1:], g[-1:]], axis=0)
+    return jnp.concatenate([lam[1:], g[-1:]], axis=0), lam[0]
+
+
+def adjoint_scan(A, g, *, method: ScanMethod = "auto", chunk_size: int | None = None):
+    """`_adjoint` for unbatched `A` (full `(T, M, M)` or diagonal `(T, M)`) and `g` `(T, M)`."""
+    return _adjoint(A, g, _is_full(A, g), method, chunk_size)
+
+
+def _scan_bwd(full, method, chunk_size, res, g):
+    A, z, z0 = res
+    mu, dz0 = _adjoint(A, g, full, method, chunk_size)
     zprev = jnp.concatenate([z0[None], z[:-1]], axis=0)
     dA = mu[:, :, None] * zprev[:, None, :] if full else mu * zprev
-    return dA, mu, lam[0]
+    return dA, mu, dz0
 
 
 _scan_core.defvjp(_scan_fwd, _scan_bwd)

@@ -28,7 +28,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, Int
 
-from ._scan import _METHODS, auto_method, linear_scan
+from ._scan import _METHODS, adjoint_scan, auto_method, linear_scan
 
 StepFn = Callable[[Any, Array, Any], Array]
 
@@ -354,11 +354,8 @@ def _implicit_fixed_point(step, jac, diagonal, scan_method, chunk_size):
             return dparams, dz0, dus, jnp.zeros_like(z_star)
         zprev = _shift(z0, z_star)
         J = _vjac(jac, params, zprev, us, diagonal)
-        # Adjoint μ_t = g_t + J_{t+1}ᵀ μ_{t+1}, μ_T = g_T (reverse scan, shifted offsets).
-        gshift = jnp.concatenate([jnp.zeros_like(g[:1]), g[:-1]], axis=0)
-        lam = linear_scan(J, gshift, g[-1], method=scan_method, chunk_size=chunk_size,
-                          reverse=True)
-        mu = jnp.concatenate([lam[1:], g[-1:]], axis=0)
+        # Adjoint μ_t = g_t + J_{t+1}ᵀ μ_{t+1}, μ_T = g_T: one reverse scan.
+        mu, _ = adjoint_scan(J, g, method=scan_method, chunk_size=chunk_size)
         _, vjp = jax.vjp(lambda p, zp, u: _vstep(step, p, zp, u), params, zprev, us)
         dparams, dzprev, dus = vjp(mu)
         return dparams, dzprev[0], dus, jnp.zeros_like(z_star)

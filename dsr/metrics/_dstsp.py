@@ -398,7 +398,8 @@ def _exact_logratio(uq, u_true, u_gen, bar=None):
 # --------------------------------------------------------------------------------------------
 
 
-def _as_orbit(x, name: str) -> np.ndarray:
+def _as_orbit(x, name: str, min_steps: int = 2) -> np.ndarray:
+    """`x` as a float64 (T, N) array (a 1-D series becomes (T, 1)), with T ≥ `min_steps`."""
     try:
         x = np.asarray(x, dtype=np.float64)
     except (TypeError, ValueError) as err:
@@ -407,8 +408,8 @@ def _as_orbit(x, name: str) -> np.ndarray:
         x = x[:, None]
     if x.ndim != 2:
         raise ValueError(f"`{name}` must have shape (T, N) or (T,), got shape {x.shape}.")
-    if x.shape[0] < 2:
-        raise ValueError(f"`{name}` needs at least 2 time steps, got {x.shape[0]}.")
+    if x.shape[0] < min_steps:
+        raise ValueError(f"`{name}` needs at least {min_steps} time steps, got {x.shape[0]}.")
     return x
 
 

@@ -39,6 +39,20 @@ def _check_dt(dt):
 
 
 @eqx.filter_jit
+def _check_state(x, name, n_exponents):
+    """A float state of shape (M,) and the number k of exponents, 1 ≤ k ≤ M."""
+    x = jnp.asarray(x)
+    if x.ndim != 1:
+        raise ValueError(f"`{name}` must have shape (M,), got {x.shape}.")
+    if not jnp.issubdtype(x.dtype, jnp.floating):
+        x = x.astype(float)
+    M = x.shape[0]
+    k = M if n_exponents is None else operator.index(n_exponents)
+    if not 1 <= k <= M:
+        raise ValueError(f"`n_exponents` must be in [1, {M}], got {k}.")
+    return x, k
+
+
 def _qr_spectrum(step, jacobian, z0, n_steps, n_transient, k):
     M = z0.shape[0]
     q0 = jnp.eye(M, k, dtype=z0.dtype)
@@ -105,15 +119,7 @@ def lyapunov_spectrum(
     """
     n_steps, n_transient = _check_counts(n_steps, n_transient)
     dt = _check_dt(dt)
-    z0 = jnp.asarray(z0)
-    if z0.ndim != 1:
-        raise ValueError(f"`z0` must have shape (M,), got {z0.shape}.")
-    if not jnp.issubdtype(z0.dtype, jnp.floating):
-        z0 = z0.astype(float)
-    M = z0.shape[0]
-    k = M if n_exponents is None else operator.index(n_exponents)
-    if not 1 <= k <= M:
-        raise ValueError(f"`n_exponents` must be in [1, {M}], got {k}.")
+    z0, k = _check_state(z0, "z0", n_exponents)
     lams = _qr_spectrum(step, jacobian, z0, n_steps, n_transient, k) / dt
     return jnp.sort(lams)[::-1]
 
@@ -258,15 +264,7 @@ def vector_field_lyapunov_spectrum(
     """
     n_steps, n_transient = _check_counts(n_steps, n_transient)
     dt = _check_dt(dt)
-    x0 = jnp.asarray(x0)
-    if x0.ndim != 1:
-        raise ValueError(f"`x0` must have shape (M,), got {x0.shape}.")
-    if not jnp.issubdtype(x0.dtype, jnp.floating):
-        x0 = x0.astype(float)
-    M = x0.shape[0]
-    k = M if n_exponents is None else operator.index(n_exponents)
-    if not 1 <= k <= M:
-        raise ValueError(f"`n_exponents` must be in [1, {M}], got {k}.")
+    x0, k = _check_state(x0, "x0", n_exponents)
     rk = _RK4Map(_as_field(f, args), dt)
     y0 = jnp.concatenate([jnp.asarray([t0], x0.dtype), x0])
     lams = _field_qr(rk, y0, n_steps, n_transient, k) / dt

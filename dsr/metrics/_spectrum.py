@@ -9,17 +9,11 @@ import numpy as np
 import scipy.ndimage
 from jaxtyping import ArrayLike, Float
 
+from ._dstsp import _as_orbit
+
 
 def _as_series(x, name: str) -> np.ndarray:
-    try:
-        x = np.asarray(x, dtype=np.float64)
-    except (TypeError, ValueError) as err:
-        raise TypeError(f"`{name}` must be a numeric array of shape (T, N).") from err
-    if x.ndim == 1:
-        x = x[:, None]
-    if x.ndim != 2:
-        raise ValueError(f"`{name}` must have shape (T, N) or (T,), got shape {x.shape}.")
-    return x
+    return _as_orbit(x, name, min_steps=0)
 
 
 def _spectra(x: np.ndarray, length: int, smoothing: float) -> np.ndarray:
