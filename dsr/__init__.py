@@ -1,23 +1,41 @@
 """dsr: dynamical-systems reconstruction in JAX, trained by GTF-DEER.
 
-The public surface is everything imported here.
+The public surface is everything imported here. Where it lives:
+
+- models: `dsr/models/` — `ShPLRNN`, `ClippedShPLRNN` (`_shplrnn.py`, `_clipped.py`), `LSSM`
+  (`_lssm.py`) and the abstract templates (`_base.py`); baselines from other papers in
+  `dsr/baselines/` (TTT / linear attention, selective SSM).
+- solving the forced recurrence: `_scan.py` (the shared scan backend), `_solver.py` (`DEER`,
+  `Sequential`), `_gtf.py` (generalized teacher forcing).
+- training: `_fit.py` (`fit`), `_alpha.py` (α strategies), `_regularization.py`.
+- using a model: `_generate.py`, `_serialization.py` (`save` / `load`), `_io.py` (the
+  checksummed file format); evaluation in `dsr/metrics/`.
 """
 
 from . import metrics as metrics
 from ._alpha import estimate_alpha as estimate_alpha
-from ._fit import FitResult as FitResult, fit as fit, resolve_solver as resolve_solver
+from ._fit import FitResult as FitResult, fit as fit
 from ._generate import generate as generate, warm_start as warm_start
 from ._gtf import forcing_alphas as forcing_alphas, gtf_forward as gtf_forward
 from ._gtf import teacher_signals as teacher_signals
+from ._io import FileFormatError as FileFormatError
 from ._regularization import Regularization as Regularization
 from ._scan import linear_scan as linear_scan
 from ._serialization import load as load, save as save
-from ._ttt import SwiGLUKernel as SwiGLUKernel, ttt_linear as ttt_linear
-from ._ttt_layer import TTTLinear as TTTLinear
 from ._solver import DEER as DEER, AbstractSolver as AbstractSolver
 from ._solver import Sequential as Sequential, SolverInfo as SolverInfo
+from ._solver import resolve_solver as resolve_solver
+from .baselines import SelectiveSSM as SelectiveSSM, SwiGLUKernel as SwiGLUKernel
+from .baselines import TTTLinear as TTTLinear, TTTModel as TTTModel, ttt_linear as ttt_linear
+from .models import AbstractDataDrivenModel as AbstractDataDrivenModel
 from .models import AbstractGTFModel as AbstractGTFModel, AbstractModel as AbstractModel
-from .models import LSSM as LSSM, SelectiveSSM as SelectiveSSM, ShPLRNN as ShPLRNN
-from .models import TTTModel as TTTModel
+from .models import AbstractShPLRNN as AbstractShPLRNN
+from .models import AbstractTeacherForcedModel as AbstractTeacherForcedModel
+from .models import ClippedShPLRNN as ClippedShPLRNN, LSSM as LSSM, ShPLRNN as ShPLRNN
 
-__version__ = "0.1.0"
+try:
+    from importlib.metadata import PackageNotFoundError, version
+
+    __version__ = version("dsr")
+except PackageNotFoundError:  # running from a source tree that is not installed
+    __version__ = "0.0.0+unknown"

@@ -23,10 +23,9 @@ from ._alpha import estimate_alpha, update_alpha
 from ._gtf import check_alpha, gtf_forward
 from ._regularization import Regularization
 from ._serialization import atomic_write, hyperparameters
-from ._solver import DEER, AbstractSolver, Sequential, SolverInfo
-from .models import AbstractGTFModel, AbstractModel
+from ._solver import AbstractSolver, Sequential, SolverInfo, resolve_solver
+from .models import AbstractGTFModel, AbstractModel, AbstractTeacherForcedModel
 
-_SOLVER_NAMES = ("auto", "deer", "quasi", "sequential")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,33 +83,6 @@ def _check_int(name, v, lo):
         raise ValueError(f"`{name}` must be an int ≥ {lo}; got {v!r}.")
 
 
-def resolve_solver(solver, seq_len: int, latent_dim: int = 0,
-                   backend: str | None = None) -> AbstractSolver:
-    """Map `solver` (an `AbstractSolver` or a name) to a solver object.
-
-    `"auto"`: GTF-DEER (full Jacobian) on accelerators, where its O(log T)-depth Newton
-    steps are the point of the method. On CPU, DEER when the latent dimension is small
-    (M ≤ 8) — `benchmarks.runtime` measured its training step 1.4–2.4× faster than the
-    sequential one for M = 4 at every T from 128 to 32,768 — and `Sequential()` otherwise
-    (M = 16: DEER 0.4–0.55× as fast; M = 64: ≤ 0.08×), because the per-step work of DEER
-    grows as M³ while the sequential loop's grows as M².
-    """
-    if isinstance(solver, AbstractSolver):
-        return solver
-    if not isinstance(solver, str) or solver not in _SOLVER_NAMES:
-        raise ValueError(f"`solver` must be an AbstractSolver or one of {_SOLVER_NAMES}; got {solver!r}.")
-    if solver == "deer":
-        return DEER()
-    if solver == "quasi":
-        return DEER(jacobian="diag")
-    if solver == "sequential":
-        return Sequential()
-    backend = jax.default_backend() if backend is None else backend
-    if backend != "cpu":
-        return DEER()
-    return DEER() if latent_dim <= 8 else Sequential()
-
-
 def _model_dtype(model):
     leaves = [x for x in jax.tree_util.tree_leaves(model) if eqx.is_inexact_array(x)]
     return leaves[0].dtype if leaves else jnp.float32
@@ -124,19 +96,15 @@ def predict(model, x, alpha, s, solver, warmup):
     if isinstance(model, AbstractGTFModel):
         z, info = gtf_forward(model, x, alpha, warmup=warmup, solver=solver, inputs=s)
         return z @ model.B.T, info
-    if hasattr(model, "predict_teacher_forced") or hasattr(model, "teacher_forced"):
-        if hasattr(model, "predict_teacher_forced"):  # the model's own parallel forward
-            one = lambda xb, sb: model.predict_teacher_forced(xb, sb)  # noqa: E731
-        else:  # latents driven by the data (LSSM, Eq. 3), then the read-out
-            one = lambda xb, sb: jax.vmap(model.observe)(model.teacher_forced(xb, sb))  # noqa
-        xhat = jax.vmap(one)(x, s)
+    if isinstance(model, AbstractTeacherForcedModel):
+        xhat = jax.vmap(model.predict_teacher_forced)(x, s)
         B = x.shape[0]
         info = SolverInfo(jnp.zeros(B, jnp.int32), jnp.ones(B, bool), jnp.zeros(B, x.dtype),
                           jnp.all(jnp.isfinite(xhat), axis=(1, 2)))
         return xhat, info
     raise TypeError(
-        f"`model` ({type(model).__name__}) must be an AbstractGTFModel (trained by GTF) or have a "
-        "`teacher_forced(x, inputs)` or `predict_teacher_forced(x, inputs)` method."
+        f"`model` ({type(model).__name__}) must be an AbstractGTFModel (trained by GTF) or an "
+        "AbstractTeacherForcedModel (trained by teacher forcing)."
     )
 
 
@@ -312,7 +280,7 @@ def fit(
         raise ValueError(f"`alpha_gamma` must lie in (0, 1]; got {alpha_gamma!r}.")
     if not (isinstance(learning_rate, numbers.Real) and learning_rate > 0 and math.isfinite(learning_rate)):
         raise ValueError(f"`learning_rate` must be a positive number; got {learning_rate!r}.")
-    solver_obj = resolve_solver(solver, seq_len, model.latent_dim)
+    solver_obj = resolve_solver(solver, model.latent_dim)
     if regularization is not None:
         if not isinstance(regularization, Regularization):
             raise TypeError("`regularization` must be a dsr.Regularization or None.")

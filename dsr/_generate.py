@@ -9,7 +9,7 @@ from jaxtyping import Array, Float
 
 from ._gtf import check_finite, gtf_forward
 from ._solver import AbstractSolver, Sequential
-from .models import AbstractGTFModel, AbstractModel
+from .models import AbstractGTFModel, AbstractModel, AbstractTeacherForcedModel
 
 
 def warm_start(
@@ -30,13 +30,11 @@ def warm_start(
     s = context_inputs
     if s is not None and s.shape[0] == context.shape[0]:  # no input for the first prediction
         s = jnp.concatenate([s, jnp.zeros_like(s[:1])], axis=0)
-    if hasattr(model, "warm_start"):  # a model's own rule (e.g. TTT / selective-SSM baselines)
+    if isinstance(model, AbstractTeacherForcedModel):
         return model.warm_start(context, s)
     if isinstance(model, AbstractGTFModel):
         z, _ = gtf_forward(model, x, 1.0, solver=solver, inputs=s)
         return z[-1]
-    if hasattr(model, "teacher_forced"):  # LSSM-like: latents driven by the data
-        return model.teacher_forced(x, s)[-1]
     raise TypeError(f"no warm-up rule for {type(model).__name__}; pass `z0` instead.")
 
 

@@ -7,27 +7,22 @@ The warm-up states `t ≤ T_w` are forced with α = 1. `z_0 = z̄_0`.
 
 from __future__ import annotations
 
-import numbers
-
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
+from ._checks import ArgumentTypeError, check_int, is_concrete
 from ._solver import DEER, AbstractSolver, SolverInfo
 from .models._base import AbstractGTFModel
 
 
-def _is_concrete(x) -> bool:
-    return not isinstance(x, jax.core.Tracer)
-
-
 def check_alpha(alpha) -> None:
     """`alpha` must lie in [0, 1] (checked when it is a concrete value)."""
-    if isinstance(alpha, str):
-        raise TypeError(f"`alpha` must be a number in [0, 1]; got {alpha!r}.")
-    if _is_concrete(alpha):
+    if isinstance(alpha, str) or alpha is None or isinstance(alpha, bool):
+        raise ArgumentTypeError(f"`alpha` must be a number in [0, 1]; got {alpha!r}.")
+    if is_concrete(alpha):
         a = np.asarray(alpha)
         if a.ndim != 0:
             raise ValueError(f"`alpha` must be a scalar; got shape {a.shape}.")
@@ -36,7 +31,7 @@ def check_alpha(alpha) -> None:
 
 
 def check_finite(name: str, x) -> None:
-    if x is not None and _is_concrete(x) and not np.all(np.isfinite(np.asarray(x))):
+    if x is not None and is_concrete(x) and not np.all(np.isfinite(np.asarray(x))):
         raise ValueError(f"`{name}` contains non-finite values (NaN or inf).")
 
 
@@ -69,10 +64,7 @@ def _validate(model, x, alpha, warmup, solver, inputs):
     if T < 1:
         raise ValueError(f"`x` needs at least 2 time steps (x_0 and one target); got {T + 1}.")
     check_alpha(alpha)
-    if not isinstance(warmup, numbers.Integral) or isinstance(warmup, bool):
-        raise TypeError(f"`warmup` must be an int; got {warmup!r}.")
-    if not 0 <= warmup < T:
-        raise ValueError(f"`warmup` must satisfy 0 ≤ warmup < T = {T}; got {warmup}.")
+    check_int("warmup", warmup, 0, T - 1)
     check_finite("x", x)
     if model.input_dim:
         if inputs is None:
@@ -154,14 +146,5 @@ def _gtf_single(model, x, alpha, warmup, solver, inputs):
         J = m.jacobian(forced(BpB, z, zb, a), st)
         return J - a * (J @ BpB)
 
-    z_init = _initial_guess(solver, zbar[1:])
+    z_init = solver.initial_guess(zbar[1:])
     return solver.solve(step, jac, (params, BpB), zbar[0], us, z_init)
-
-
-def _initial_guess(solver, zbar):
-    init = getattr(solver, "init", "pinv")
-    if init == "pinv":
-        return zbar
-    if init == "zeros":
-        return jnp.zeros_like(zbar)
-    return jax.random.normal(jax.random.key(getattr(solver, "seed", 0)), zbar.shape, zbar.dtype)

@@ -6,7 +6,7 @@ import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from .models import LSSM, AbstractModel, ShPLRNN
+from .models import LSSM, AbstractModel, AbstractShPLRNN
 
 
 class Regularization(eqx.Module):
@@ -43,10 +43,10 @@ class Regularization(eqx.Module):
             raise ValueError(
                 f"`mar_units` ({self.mar_units}) exceeds the latent dimension ({model.latent_dim})."
             )
-        if not isinstance(model, (ShPLRNN, LSSM)) and (
+        if not isinstance(model, (AbstractShPLRNN, LSSM)) and (
             self.lambda_mar or self.lambda_l1 or self.lambda_l2
         ):
-            raise TypeError(f"Regularization supports ShPLRNN and LSSM, not {type(model).__name__}.")
+            raise TypeError(f"Regularization supports the shPLRNN family and the LSSM, not {type(model).__name__}.")
 
     def __call__(self, model: AbstractModel) -> Float[Array, ""]:
         total = jnp.zeros(())
@@ -54,7 +54,7 @@ class Regularization(eqx.Module):
         pw = lambda a: jnp.abs(a) ** p  # noqa: E731
         if Mr and self.lambda_mar:
             r = slice(model.latent_dim - Mr, None)
-            if isinstance(model, ShPLRNN):
+            if isinstance(model, AbstractShPLRNN):
                 L, M = model.hidden_dim, model.latent_dim
                 conn = (jnp.sum(pw(model.W[r]), axis=1) / (3 * L)
                         + jnp.sum(pw(model.V[:, r]), axis=0) / (3 * M)) / L
@@ -62,7 +62,7 @@ class Regularization(eqx.Module):
                 conn = jnp.sum(pw(model.U[r]), axis=1) / model.obs_dim
             terms = pw(1.0 - model.A[r]) + conn + pw(model.h[r])
             total = total + self.lambda_mar / Mr * jnp.sum(terms)
-        if isinstance(model, ShPLRNN):
+        if isinstance(model, AbstractShPLRNN):
             if Mr and self.lambda_l1:
                 total = total + self.lambda_l1 / (model.obs_dim * Mr) * jnp.sum(
                     pw(model.B[:, model.latent_dim - Mr:]))

@@ -34,7 +34,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float
 
 ScanMethod = Literal["auto", "sequential", "associative", "chunked"]
-_METHODS = ("auto", "sequential", "associative", "chunked")
+METHODS = ("auto", "sequential", "associative", "chunked")
 
 
 def _is_full(A, b) -> bool:
@@ -303,8 +303,8 @@ def linear_scan(
     """
     A = jnp.asarray(A)
     b = jnp.asarray(b)
-    if method not in _METHODS:
-        raise ValueError(f"`method` must be one of {_METHODS}; got {method!r}.")
+    if method not in METHODS:
+        raise ValueError(f"`method` must be one of {METHODS}; got {method!r}.")
     if b.ndim < 2:
         raise ValueError(f"`b` must have shape (*batch, T, M); got {b.shape}.")
     if b.shape[-2] < 1:

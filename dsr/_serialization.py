@@ -10,9 +10,11 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from .models import LSSM, AbstractModel, SelectiveSSM, ShPLRNN
+from .baselines import SelectiveSSM
+from .models import LSSM, AbstractModel, ClippedShPLRNN, ShPLRNN
 
-_CLASSES = {"ShPLRNN": ShPLRNN, "LSSM": LSSM, "SelectiveSSM": SelectiveSSM}
+_CLASSES = {"ShPLRNN": ShPLRNN, "ClippedShPLRNN": ClippedShPLRNN, "LSSM": LSSM,
+            "SelectiveSSM": SelectiveSSM}
 
 
 def hyperparameters(model: AbstractModel) -> dict:
@@ -22,7 +24,7 @@ def hyperparameters(model: AbstractModel) -> dict:
         raise TypeError(f"cannot serialize {name}; supported: {sorted(_CLASSES)}.")
     hp = dict(obs_dim=model.obs_dim, latent_dim=model.latent_dim,
               hidden_dim=model.hidden_dim, input_dim=model.input_dim)
-    if isinstance(model, ShPLRNN):
+    if isinstance(model, (ShPLRNN, ClippedShPLRNN)):
         hp["rank"] = model.rank
     if isinstance(model, SelectiveSSM):
         hp.update(n_heads=model.n_heads, state_size=model.state_size)

@@ -34,8 +34,8 @@ import numpy as np
 import data_gen
 import dsr
 from dsr.metrics import evaluate
-from dsr.models._selective_ssm import SelectiveSSM
-from dsr.models._ttt_model import TTTModel
+from dsr.baselines import SelectiveSSM
+from dsr.baselines import TTTModel
 
 NAMES = ("shPLRNN", "LSSM", "SelectiveSSM", "TTTModel")
 

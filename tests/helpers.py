@@ -21,5 +21,5 @@ def random_shplrnn(N, M, L=12, *, seed=0, rank=None, input_dim=0, scale=0.5, ran
     if input_dim:
         m = eqx.tree_at(lambda m: m.C, m, n(7, (M, input_dim), 0.3))
     if random_B:
-        m = eqx.tree_at(lambda m: m.B_, m, jnp.eye(N, M) + n(7, (N, M), 0.3))
+        m = eqx.tree_at(lambda m: m.B, m, jnp.eye(N, M) + n(7, (N, M), 0.3))
     return m

@@ -10,8 +10,8 @@ import pytest
 
 import data_gen
 import dsr
-from dsr.models._selective_ssm import SelectiveSSM
-from dsr.models._ttt_model import TTTModel
+from dsr.baselines import SelectiveSSM
+from dsr.baselines import TTTModel
 
 T = 40  # one window length for all exactness tests (few distinct jit shapes)
 

@@ -96,7 +96,7 @@ def test_implicit_gradient_finite_differences():
     f = eqx.filter_jit(lambda m: loss_fn(m, x, dsr.DEER()))  # noqa: E731
     eps = 1e-6
     for get, idx in [(lambda m: m.W_L, (1, 2)), (lambda m: m.V, (3, 0)), (lambda m: m.A_bar, (1,)),
-                     (lambda m: m.B_, (2, 1)), (lambda m: m.h, (0,))]:
+                     (lambda m: m.B, (2, 1)), (lambda m: m.h, (0,))]:
         base = get(model)
         plus = eqx.tree_at(get, model, base.at[idx].add(eps))
         minus = eqx.tree_at(get, model, base.at[idx].add(-eps))

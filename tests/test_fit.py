@@ -170,9 +170,9 @@ def test_nonfinite_steps_are_not_applied():
 
 
 def test_auto_solver_choice():
-    from dsr._fit import resolve_solver
+    from dsr._solver import resolve_solver
 
-    assert isinstance(resolve_solver("auto", 256, 4, "cpu"), dsr.DEER)
-    assert isinstance(resolve_solver("auto", 256, 16, "cpu"), dsr.Sequential)
-    assert isinstance(resolve_solver("auto", 256, 64, "gpu"), dsr.DEER)
+    assert isinstance(resolve_solver("auto", 4, "cpu"), dsr.DEER)
+    assert isinstance(resolve_solver("auto", 16, "cpu"), dsr.Sequential)
+    assert isinstance(resolve_solver("auto", 64, "gpu"), dsr.DEER)
     assert resolve_solver("quasi", 10).jacobian == "diag"

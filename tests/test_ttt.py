@@ -12,8 +12,8 @@ from conftest import rel_err
 from hypothesis import given, settings, strategies as st
 from jax.test_util import check_grads
 
-from dsr._ttt import SwiGLUKernel, accumulation_mask, ttt_linear
-from dsr._ttt_layer import TTTLinear
+from dsr.baselines._ttt import SwiGLUKernel, accumulation_mask, ttt_linear
+from dsr.baselines._ttt_layer import TTTLinear
 
 T, DK, DV, DH = 13, 3, 2, 4
 ARGNAMES = ("q", "k", "v", "w0", "lr", "momentum", "kernel")

@@ -1,7 +1,9 @@
-"""Models: the shallow PLRNN and the linear SSM with MLP readout."""
+"""Models: the shallow PLRNN (plain and clipped, optionally low-rank) and the linear SSM with
+MLP read-out, with their abstract templates."""
 
+from ._base import AbstractDataDrivenModel as AbstractDataDrivenModel
 from ._base import AbstractGTFModel as AbstractGTFModel, AbstractModel as AbstractModel
+from ._base import AbstractTeacherForcedModel as AbstractTeacherForcedModel
+from ._clipped import ClippedShPLRNN as ClippedShPLRNN
 from ._lssm import LSSM as LSSM
-from ._shplrnn import ShPLRNN as ShPLRNN
-from ._selective_ssm import SelectiveSSM as SelectiveSSM
-from ._ttt_model import TTTModel as TTTModel
+from ._shplrnn import AbstractShPLRNN as AbstractShPLRNN, ShPLRNN as ShPLRNN

@@ -1,4 +1,14 @@
-"""Abstract model interfaces."""
+"""Abstract model interfaces: every model is one of two families.
+
+- `AbstractGTFModel`: a linear observation `x̂_t = B z_t`; trained by generalized teacher
+  forcing, whose forced latent trajectory the solvers (GTF-DEER, sequential) compute from
+  `step` and its analytic `jacobian` / `jacobian_diagonal` (shPLRNN, clipped shPLRNN).
+- `AbstractTeacherForcedModel`: the data drive the latents directly (the LSSM's `U x_{t-1}`,
+  the baselines' token recurrences), so the whole teacher-forced prediction is one parallel
+  pass, `predict_teacher_forced`; `warm_start` reads a context.
+
+Both generate by iterating the free-running `step` and reading out with `observe`.
+"""
 
 from __future__ import annotations
 
@@ -9,12 +19,16 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
+#: App. E initialization constant κ: Ā = artanh(κ) and weights of scale (1 − κ)/√dim, so an
+#: initial model is close to the identity map with long time scales.
+KAPPA = 0.9995
+
 
 class AbstractModel(eqx.Module):
     """A latent recurrent model `z_t = F(z_{t-1}, s_t)`, `x̂_t = G(z_t)`.
 
-    `step` is the free-running (closed-loop) latent map used for generation and
-    Lyapunov exponents; `observe` maps latents to observations.
+    `step` is the free-running (closed-loop) latent map used for generation and Lyapunov
+    exponents; `observe` maps latents to observations; `jacobian` is `∂F/∂z`.
     """
 
     obs_dim: eqx.AbstractVar[int]
@@ -29,29 +43,73 @@ class AbstractModel(eqx.Module):
     def observe(self, z: Float[Array, " M"]) -> Float[Array, " N"]:
         """The observation model `x̂ = G(z)`."""
 
+    @abc.abstractmethod
     def jacobian(self, z: Float[Array, " M"], s: Float[Array, " K"] | None = None) -> Float[Array, "M M"]:
-        """`∂F/∂z` at `z` (generic: forward-mode autodiff; models override analytically)."""
-        return jax.jacfwd(lambda z_: self.step(z_, s))(z)
+        """`∂F/∂z` of the free-running step at `z`."""
 
-    def _input(self, s, dtype):
-        if s is None:
-            return jnp.zeros((self.input_dim,), dtype)
-        return s
+    def inputs_or_zeros(self, s, dtype) -> Float[Array, " K"]:
+        """`s`, or zeros of length `input_dim` when `s` is None."""
+        return jnp.zeros((self.input_dim,), dtype) if s is None else s
 
 
 class AbstractGTFModel(AbstractModel):
     """A model with a linear observation `x̂_t = B z_t`, trained by generalized teacher
-    forcing (papers/001 Eq. 8): the forcing uses the teacher signals `z̄_t = B⁺ x_t`."""
+    forcing (Hess et al. 2026, Eq. 8): the forcing uses the teacher signals `z̄_t = B⁺ x_t`.
 
-    @property
+    Subclasses provide the step, its analytic Jacobian and the Jacobian's diagonal (used by
+    quasi-DEER); never `jax.jacfwd` on the hot path.
+    """
+
+    B: eqx.AbstractVar[Float[Array, "N M"]]
+
     @abc.abstractmethod
-    def B(self) -> Float[Array, "N M"]:
-        """The observation matrix."""
+    def jacobian_diagonal(self, z: Float[Array, " M"], s: Float[Array, " K"] | None = None) -> Float[Array, " M"]:
+        """The diagonal of `jacobian(z, s)`, computed without forming the matrix."""
 
     def observe(self, z):
         return self.B @ z
 
 
+class AbstractTeacherForcedModel(AbstractModel):
+    """A model whose latents the data drive directly during training (teacher forcing),
+    so that all T predictions of a window come from one parallel pass."""
+
+    @abc.abstractmethod
+    def predict_teacher_forced(
+        self, x: Float[Array, "T+1 N"], inputs: Float[Array, "T+1 K"] | None = None
+    ) -> Float[Array, "T N"]:
+        """Predictions `x̂_1..x̂_T`, `x̂_t` from `x_0..x_{t-1}` (and the inputs)."""
+
+    @abc.abstractmethod
+    def warm_start(
+        self, context: Float[Array, "Tc N"], inputs: Float[Array, "Tc+1 K"] | None = None
+    ) -> Float[Array, " M"]:
+        """The latent state after reading `context`, whose observation predicts `x_{Tc}`."""
+
+    def jacobian(self, z, s=None):
+        """`∂F/∂z` of the free-running step by forward-mode autodiff (these models' closed
+        loop runs through a nonlinear read-out, so there is no cheaper closed form)."""
+        return jax.jacfwd(lambda z_: self.step(z_, s))(z)
+
+
+class AbstractDataDrivenModel(AbstractTeacherForcedModel):
+    """A teacher-forced model whose latents, driven by the data, are one call of the scan
+    backend (`teacher_forced`), read out by `observe` (the LSSM template, Eq. 3)."""
+
+    @abc.abstractmethod
+    def teacher_forced(
+        self, x: Float[Array, "T+1 N"], inputs: Float[Array, "T+1 K"] | None = None
+    ) -> Float[Array, "T M"]:
+        """Latents `z_1..z_T` driven by `x_0..x_{T-1}`."""
+
+    def predict_teacher_forced(self, x, inputs=None):
+        return jax.vmap(self.observe)(self.teacher_forced(x, inputs))
+
+    def warm_start(self, context, inputs=None):
+        x = jnp.concatenate([context, jnp.zeros_like(context[:1])], axis=0)
+        return self.teacher_forced(x, inputs)[-1]
+
+
 def uniform(key, shape, scale, dtype=jnp.float32):
-    """U(−scale, scale) (papers/001 App. E)."""
+    """U(−scale, scale) (App. E initialization)."""
     return jax.random.uniform(key, shape, dtype, -scale, scale)

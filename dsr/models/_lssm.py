@@ -1,4 +1,4 @@
-"""Linear state-space model with MLP readout (LSSM), papers/001 Eq. 3–4."""
+"""Linear state-space model with MLP read-out (LSSM), Hess et al. (2026) Eq. 3–4."""
 
 from __future__ import annotations
 
@@ -9,12 +9,28 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, PRNGKeyArray
 
+from .._checks import check_int, check_real
 from .._scan import ScanMethod, linear_scan
-from ._base import AbstractModel, uniform
-from ._shplrnn import KAPPA
+from ._base import KAPPA, AbstractDataDrivenModel, uniform
 
 
-class LSSM(AbstractModel):
+def init_readout(kB, kV, obs_dim, hidden_dim, latent_dim, kappa, dtype):
+    """The MLP read-out `x̂ = B relu(V z + b)` by App. E: B ~ U(±(1−κ)/√L),
+    V ~ U(±(1−κ)/√M), b = 0. Returns `(B, V, b)`."""
+    eps = 1.0 - kappa
+    B = uniform(kB, (obs_dim, hidden_dim), eps / math.sqrt(hidden_dim), dtype)
+    V = uniform(kV, (hidden_dim, latent_dim), eps / math.sqrt(latent_dim), dtype)
+    return B, V, jnp.zeros((hidden_dim,), dtype)
+
+
+def init_inputs(key, latent_dim, input_dim, kappa, dtype):
+    """`C ~ U(±(1−κ)/√K)` (App. E), an empty (M, 0) matrix without inputs."""
+    if not input_dim:
+        return jnp.zeros((latent_dim, 0), dtype)
+    return uniform(key, (latent_dim, input_dim), (1.0 - kappa) / math.sqrt(input_dim), dtype)
+
+
+class LSSM(AbstractDataDrivenModel):
     """`z_t = A ⊙ z_{t-1} + U x_{t-1} + C s_t + h`, `x̂_t = B relu(V z_t + b)` (Eq. 3).
 
     Training is linear in z: the teacher signal `x_{t-1}` enters through U, so the whole
@@ -22,8 +38,10 @@ class LSSM(AbstractModel):
     generation time `x_{t-1}` is replaced by the prediction `x̂_{t-1}` (Eq. 4), which is
     the free-running map `step`.
 
-    **Arguments:** `obs_dim` (N), `latent_dim` (M), `hidden_dim` (L, readout width),
+    **Arguments:** `obs_dim` (N), `latent_dim` (M), `hidden_dim` (L, read-out width),
     `key`, `input_dim` (K), `kappa` (App. E init).
+
+    **References:** Hess, Götz, Durstewitz (2026), arXiv:2605.12683, Eq. 3–4.
     """
 
     A_bar: Float[Array, " M"]
@@ -40,21 +58,18 @@ class LSSM(AbstractModel):
 
     def __init__(self, obs_dim: int, latent_dim: int, hidden_dim: int, *, key: PRNGKeyArray,
                  input_dim: int = 0, kappa: float = KAPPA, dtype=jnp.float32):
-        for name, v in (("obs_dim", obs_dim), ("latent_dim", latent_dim), ("hidden_dim", hidden_dim)):
-            if not isinstance(v, int) or v < 1:
-                raise ValueError(f"`{name}` must be a positive int; got {v!r}.")
-        if not isinstance(input_dim, int) or input_dim < 0:
-            raise ValueError(f"`input_dim` must be a non-negative int; got {input_dim!r}.")
-        N, M, L, K = obs_dim, latent_dim, hidden_dim, input_dim
+        N = check_int("obs_dim", obs_dim, 1)
+        M = check_int("latent_dim", latent_dim, 1)
+        L = check_int("hidden_dim", hidden_dim, 1)
+        K = check_int("input_dim", input_dim, 0)
+        kappa = check_real("kappa", kappa, 0.0, 1.0, lo_open=True, hi_open=True)
         kU, kC, kB, kV = jax.random.split(key, 4)
         eps = 1.0 - kappa
         self.A_bar = jnp.full((M,), math.atanh(kappa), dtype)
         self.U = uniform(kU, (M, N), eps / math.sqrt(N), dtype)
-        self.C = uniform(kC, (M, K), eps / math.sqrt(K), dtype) if K else jnp.zeros((M, 0), dtype)
+        self.C = init_inputs(kC, M, K, kappa, dtype)
         self.h = jnp.zeros((M,), dtype)
-        self.B = uniform(kB, (N, L), eps / math.sqrt(L), dtype)
-        self.V = uniform(kV, (L, M), eps / math.sqrt(M), dtype)
-        self.b = jnp.zeros((L,), dtype)
+        self.B, self.V, self.b = init_readout(kB, kV, N, L, M, kappa, dtype)
         self.obs_dim, self.latent_dim, self.hidden_dim, self.input_dim = N, M, L, K
 
     @property
@@ -69,7 +84,7 @@ class LSSM(AbstractModel):
         """Free-running step (Eq. 4): the prediction `x̂_{t-1} = G(z_{t-1})` replaces data."""
         out = self.A * z + self.U @ self.observe(z) + self.h
         if self.input_dim:
-            out = out + self.C @ self._input(s, z.dtype)
+            out = out + self.C @ self.inputs_or_zeros(s, z.dtype)
         return out
 
     def teacher_forced(

@@ -10,16 +10,17 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, PRNGKeyArray
 
+from .._checks import check_int, check_real
 from .._scan import ScanMethod, linear_scan
-from ._base import AbstractModel, uniform
-from ._shplrnn import KAPPA
+from ..models._base import KAPPA, AbstractDataDrivenModel, uniform
+from ..models._lssm import init_inputs, init_readout
 
 
 def _inv_softplus(y):
     return y + jnp.log(-jnp.expm1(-y))
 
 
-class SelectiveSSM(AbstractModel):
+class SelectiveSSM(AbstractDataDrivenModel):
     """The LSSM (Eq. 3) with its fixed linear recurrence replaced by a selective SSM, the
     core recurrence of a Mamba-2 block (papers/001 Eq. 72–73, App. H.4):
 
@@ -110,13 +111,10 @@ class SelectiveSSM(AbstractModel):
         kappa: float = KAPPA,
         dtype=jnp.float32,
     ):
-        for name, v in (("obs_dim", obs_dim), ("latent_dim", latent_dim),
-                        ("hidden_dim", hidden_dim), ("n_heads", n_heads),
-                        ("state_size", state_size)):
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"`{name}` must be a positive int; got {v!r}.")
-        if isinstance(input_dim, bool) or not isinstance(input_dim, int) or input_dim < 0:
-            raise ValueError(f"`input_dim` must be a non-negative int; got {input_dim!r}.")
+        obs_dim, latent_dim = check_int("obs_dim", obs_dim, 1), check_int("latent_dim", latent_dim, 1)
+        hidden_dim, n_heads = check_int("hidden_dim", hidden_dim, 1), check_int("n_heads", n_heads, 1)
+        state_size, input_dim = check_int("state_size", state_size, 1), check_int("input_dim", input_dim, 0)
+        kappa = check_real("kappa", kappa, 0.0, 1.0, lo_open=True, hi_open=True)
         if latent_dim % (n_heads * state_size):
             raise ValueError(
                 f"`latent_dim` ({latent_dim}) must be divisible by n_heads · state_size = "
@@ -136,10 +134,8 @@ class SelectiveSSM(AbstractModel):
         self.A_log = jnp.zeros((H,), dtype)
         self.W_U = uniform(ku, (H * S, N), eps / math.sqrt(N), dtype)
         self.b_U = jnp.ones((H * S,), dtype)
-        self.C = uniform(kc, (M, K), eps / math.sqrt(K), dtype) if K else jnp.zeros((M, 0), dtype)
-        self.B = uniform(kb, (N, L), eps / math.sqrt(L), dtype)
-        self.V = uniform(kv, (L, M), eps / math.sqrt(M), dtype)
-        self.b = jnp.zeros((L,), dtype)
+        self.C = init_inputs(kc, M, K, kappa, dtype)
+        self.B, self.V, self.b = init_readout(kb, kv, N, L, M, kappa, dtype)
         self.obs_dim, self.latent_dim, self.hidden_dim, self.input_dim = N, M, L, K
         self.n_heads, self.state_size = H, S
 
@@ -179,7 +175,7 @@ class SelectiveSSM(AbstractModel):
         a_bar, drive = self.selection(x_prev)
         out = a_bar * z + drive
         if self.input_dim:
-            out = out + self.C @ self._input(s, z.dtype)
+            out = out + self.C @ self.inputs_or_zeros(s, z.dtype)
         return out
 
     def step(self, z, s=None):

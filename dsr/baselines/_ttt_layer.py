@@ -10,7 +10,8 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, PRNGKeyArray
 
-from ._ttt import Form, SwiGLUKernel, _check_form, _check_positive_int, ttt_linear
+from .._checks import check_int, check_optional_int
+from ._ttt import Form, SwiGLUKernel, check_form, ttt_linear
 
 _KERNELS = ("identity", "swiglu")
 
@@ -91,12 +92,12 @@ class TTTLinear(eqx.Module):
     ):
         for name, val in (("d_model", d_model), ("d_key", d_key), ("d_value", d_value),
                           ("chunk_size", chunk_size)):
-            _check_positive_int(name, val)
-        _check_positive_int("d_hidden", d_hidden, allow_none=True)
-        _check_positive_int("block_size", block_size, allow_none=True)
+            check_int(name, val, 1)
+        check_optional_int("d_hidden", d_hidden, 1)
+        check_optional_int("block_size", block_size, 1)
         if kernel not in _KERNELS:
             raise ValueError(f"`kernel` must be one of {_KERNELS}; got {kernel!r}.")
-        _check_form(form, update_kernel, weight_norm, None if kernel == "identity" else kernel)
+        check_form(form, update_kernel, weight_norm, None if kernel == "identity" else kernel)
         if not lr_init > 0:
             raise ValueError(f"`lr_init` must be positive; got {lr_init!r}.")
         if not 0 < momentum_init < 1:
@@ -133,7 +134,7 @@ class TTTLinear(eqx.Module):
         self.block_size = block_size
 
     def __check_init__(self):
-        _check_form(self.form, self.update_kernel, self.weight_norm, self.kernel)
+        check_form(self.form, self.update_kernel, self.weight_norm, self.kernel)
 
     def chunk_rates(
         self, x: Float[Array, "T d_model"]

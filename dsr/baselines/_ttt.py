@@ -42,7 +42,8 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
 
-from ._scan import decay_mask, linear_scan
+from .._checks import check_int, check_optional_int
+from .._scan import decay_mask, linear_scan
 
 Form = Literal["parallel", "recurrent"]
 _FORMS = ("parallel", "recurrent")
@@ -117,14 +118,7 @@ def accumulation_mask(
 # ----------------------------------------------------------------------------------------
 
 
-def _check_positive_int(name, value, allow_none=False):
-    if allow_none and value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"`{name}` must be a positive int; got {value!r}.")
-
-
-def _check_form(form, update_kernel, weight_norm, kernel):
+def check_form(form, update_kernel, weight_norm, kernel):
     if form not in _FORMS:
         raise ValueError(f"`form` must be one of {_FORMS}; got {form!r}.")
     if update_kernel and kernel is None:
@@ -361,14 +355,14 @@ def ttt_linear(
     References: Theorem 3, Sec. 5.3, 6.1–6.2 and App. E, H, I of *TTT with KV binding is
     secretly linear attention* (papers/000).
     """
-    _check_positive_int("chunk_size", chunk_size)
-    _check_positive_int("block_size", block_size, allow_none=True)
+    chunk_size = check_int("chunk_size", chunk_size, 1)
+    block_size = check_optional_int("block_size", block_size, 1)
     if kernel is not None and not isinstance(kernel, SwiGLUKernel):
         raise ValueError(
             "`kernel` must be None (identity) or a `SwiGLUKernel`; got "
             f"{kernel!r}. (The string 'swiglu' is for `TTTLinear(kernel=...)`.)"
         )
-    _check_form(form, update_kernel, weight_norm, kernel)
+    check_form(form, update_kernel, weight_norm, kernel)
     q, k, v = jnp.asarray(q), jnp.asarray(k), jnp.asarray(v)
     if q.ndim != 2:
         raise ValueError(f"`q` must have shape (T, Dk); got {q.shape}.")

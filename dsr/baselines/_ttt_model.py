@@ -11,16 +11,17 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, PRNGKeyArray
 
+from .._checks import check_int
 from .._scan import linear_scan
-from .._ttt import Form
-from .._ttt_layer import TTTLinear
-from ._base import AbstractModel, uniform
-from ._shplrnn import KAPPA
+from ..models._base import KAPPA, AbstractTeacherForcedModel, uniform
+from ..models._lssm import init_readout
+from ._ttt import Form
+from ._ttt_layer import TTTLinear
 
 _NORM_EPS = 1e-6
 
 
-class TTTModel(AbstractModel):
+class TTTModel(AbstractTeacherForcedModel):
     """The LSSM template (Eq. 3 of papers/001) with its linear recurrence replaced by a
     token-level TTT layer (papers/000: TTT with key–value binding, reduced to linear
     attention, Sec. 6.1; parallel form, Sec. 6.2):
@@ -118,9 +119,8 @@ class TTTModel(AbstractModel):
         kappa: float = KAPPA,
         dtype=jnp.float32,
     ):
-        for name, v in (("obs_dim", obs_dim), ("hidden_dim", hidden_dim), ("d_model", d_model)):
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"`{name}` must be a positive int; got {v!r}.")
+        obs_dim, hidden_dim = check_int("obs_dim", obs_dim, 1), check_int("hidden_dim", hidden_dim, 1)
+        d_model = check_int("d_model", d_model, 1)
         d_value = d_key if d_value is None else d_value
         N, L = obs_dim, hidden_dim
         ke, kl, kb, kv = jax.random.split(key, 4)
@@ -129,10 +129,7 @@ class TTTModel(AbstractModel):
         self.layer = TTTLinear(d_model, d_key, d_value, chunk_size=1, kernel=kernel, key=kl,
                                d_hidden=d_hidden, momentum=momentum, lr_init=lr_init,
                                momentum_init=momentum_init, block_size=block_size, dtype=dtype)
-        eps = 1.0 - kappa
-        self.B = uniform(kb, (N, L), eps / math.sqrt(L), dtype)
-        self.V = uniform(kv, (L, d_value), eps / math.sqrt(d_value), dtype)
-        self.b = jnp.zeros((L,), dtype)
+        self.B, self.V, self.b = init_readout(kb, kv, N, L, d_value, kappa, dtype)
         self.output_norm = bool(output_norm)
         self.g = jnp.ones((d_value,), dtype) if output_norm else None
         Dh = self.layer.w0.shape[0]

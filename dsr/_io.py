@@ -1,0 +1,197 @@
+"""Durable files: one atomic writer and one checksummed container format.
+
+**Writer** (`atomic_write`): the bytes go to a temporary file in the target's folder, are
+flushed and `fsync`ed, get normal permissions (0644 less the umask), and replace the
+target by `os.replace`; then the folder is `fsync`ed, so after a crash the target is either
+the old or the new file, never a mix. Temporary files left by a killed writer (their
+process is gone) are removed the next time the same target is written.
+
+**Container** (`write_container` / `read_container`), used for models, ensembles and
+checkpoints::
+
+    DSR1 <header bytes> <header sha256> <payload bytes> <payload sha256>\\n
+    <header: UTF-8 JSON, with "kind" and "format_version">
+    <payload: equinox-serialized arrays>
+
+Both checksums are verified on reading, so a truncated file or a flipped byte anywhere is
+reported as a `FileFormatError` (a `ValueError`) naming the file, never loaded.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import json
+import os
+import re
+import secrets
+from collections.abc import Callable, Iterable
+
+MAGIC = b"DSR1"
+FORMAT_VERSION = 1
+_FIRST_LINE_MAX = 256
+
+
+class FileFormatError(ValueError):
+    """A file that is missing, damaged, truncated or not the kind of dsr file expected."""
+
+
+def _tmp_prefix(path: str) -> str:
+    return f".{os.path.basename(path)}.tmp-"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def clean_stale_temporaries(path: str) -> list[str]:
+    """Remove temporary files of `atomic_write(path, ...)` whose writer process is gone."""
+    folder = os.path.dirname(os.path.abspath(path)) or "."
+    prefix = _tmp_prefix(path)
+    removed = []
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return removed
+    for name in names:
+        m = re.fullmatch(re.escape(prefix) + r"(\d+)-[0-9a-f]+", name)
+        if m and not _pid_alive(int(m.group(1))):
+            try:
+                os.remove(os.path.join(folder, name))
+                removed.append(name)
+            except OSError:
+                pass
+    return removed
+
+
+def _fsync_folder(folder: str) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError as e:  # some file systems refuse fsync on folders
+        if e.errno not in (errno.EINVAL, errno.EBADF, errno.ENOTSUP):
+            raise
+    finally:
+        os.close(fd)
+
+
+def atomic_write(path: str | os.PathLike, write: Callable) -> None:
+    """Write a file through `write(f)` (f: a binary file object), atomically and durably."""
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"{path!r} is a folder, not a file.")
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    clean_stale_temporaries(path)
+    tmp = os.path.join(folder, f"{_tmp_prefix(path)}{os.getpid()}-{secrets.token_hex(4)}")
+    try:
+        with open(tmp, "xb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o644 & ~umask)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+    _fsync_folder(folder)
+
+
+def write_bytes(path: str | os.PathLike, data: bytes) -> None:
+    atomic_write(path, lambda f: f.write(data))
+
+
+# ------------------------------------------------------------------------------ container
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def encode_container(kind: str, header: dict, payload: bytes) -> bytes:
+    head = dict(header, kind=kind, format_version=FORMAT_VERSION)
+    hbytes = json.dumps(head, sort_keys=True, allow_nan=True).encode()
+    first = b"%s %d %s %d %s\n" % (MAGIC, len(hbytes), _sha(hbytes).encode(), len(payload),
+                                   _sha(payload).encode())
+    return first + hbytes + b"\n" + payload
+
+
+def write_container(path: str | os.PathLike, kind: str, header: dict, payload: bytes) -> None:
+    """Write `header` (JSON-serializable) and `payload` as one checksummed file."""
+    write_bytes(path, encode_container(kind, header, payload))
+
+
+def read_container(path: str | os.PathLike, kinds: Iterable[str]) -> tuple[dict, bytes]:
+    """Read and verify a container; `kinds`: the kinds the caller accepts."""
+    path = os.fspath(path)
+    kinds = tuple(kinds)
+    if os.path.isdir(path):
+        raise FileFormatError(f"{path!r} is a folder, not a dsr file.")
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        raise FileFormatError(f"{path!r}: no such file.") from None
+    except OSError as e:
+        raise FileFormatError(f"{path!r} cannot be read: {e.strerror}.") from None
+    header, payload = _decode(path, data)
+    if header.get("kind") not in kinds:
+        raise FileFormatError(_wrong_kind(path, header.get("kind"), kinds))
+    return header, payload
+
+
+def _decode(path: str, data: bytes) -> tuple[dict, bytes]:
+    if not data:
+        raise FileFormatError(f"{path!r} is empty.")
+    end = data.find(b"\n", 0, _FIRST_LINE_MAX)
+    fields = data[:end].split(b" ") if end > 0 else []
+    if len(fields) != 5 or fields[0] != MAGIC:
+        raise FileFormatError(f"{path!r} is not a dsr file (no valid 'DSR1' header line).")
+    try:
+        hlen, plen = int(fields[1]), int(fields[3])
+    except ValueError:
+        raise FileFormatError(f"{path!r}: damaged header line.") from None
+    start = end + 1
+    hbytes = data[start:start + hlen]
+    payload = data[start + hlen + 1:]
+    if len(hbytes) != hlen or len(payload) != plen or data[start + hlen:start + hlen + 1] != b"\n":
+        raise FileFormatError(f"{path!r} is truncated or has extra bytes: expected a "
+                              f"{hlen}-byte header and a {plen}-byte payload.")
+    if _sha(hbytes).encode() != fields[2]:
+        raise FileFormatError(f"{path!r}: header checksum mismatch (the file is damaged).")
+    if _sha(payload).encode() != fields[4]:
+        raise FileFormatError(f"{path!r}: payload checksum mismatch (the file is damaged).")
+    try:
+        header = json.loads(hbytes.decode())
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise FileFormatError(f"{path!r}: the header is not valid JSON.") from None
+    if not isinstance(header, dict) or header.get("format_version") != FORMAT_VERSION:
+        raise FileFormatError(f"{path!r}: unsupported format version "
+                              f"{header.get('format_version') if isinstance(header, dict) else None!r}"
+                              f" (this dsr reads version {FORMAT_VERSION}).")
+    return header, payload
+
+
+_KIND_HINT = {
+    "model": "a model saved by dsr.save (open it with dsr.load)",
+    "ensemble": "an ensemble saved by dsr.save (open it with dsr.load)",
+    "checkpoint": "a training checkpoint (continue it with dsr.fit(..., resume=path))",
+}
+
+
+def _wrong_kind(path, kind, kinds) -> str:
+    what = _KIND_HINT.get(kind, f"a dsr file of kind {kind!r}")
+    want = " or ".join(kinds)
+    return f"{path!r} is {what}; expected a {want} file."
