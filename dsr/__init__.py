@@ -14,7 +14,11 @@ The public surface is everything imported here. Where it lives:
 
 from . import metrics as metrics
 from ._alpha import estimate_alpha as estimate_alpha
+from ._alpha import AbstractAlpha as AbstractAlpha, AdaptiveAlpha as AdaptiveAlpha
+from ._alpha import ConstantAlpha as ConstantAlpha
+from ._ensemble import Ensemble as Ensemble, ensemble as ensemble
 from ._fit import FitResult as FitResult, fit as fit
+from ._free_run import OrbitStatus as OrbitStatus, orbit_status as orbit_status
 from ._generate import generate as generate, warm_start as warm_start
 from ._gtf import forcing_alphas as forcing_alphas, gtf_forward as gtf_forward
 from ._gtf import teacher_signals as teacher_signals

@@ -1,200 +1,135 @@
-"""Training: `dsr.fit(model, data, alpha=0.08)` (papers/001 Alg. 1 and 3, App. E, H)."""
+"""Training: `dsr.fit(model, data, alpha=0.08)` — GTF-DEER for the shPLRNN family, teacher
+forcing for the LSSM family; one model or a whole `Ensemble` in one vmapped program (Hess,
+Götz, Durstewitz (2026), *Parallel-in-Time Training of Recurrent Neural Networks for
+Dynamical Systems Reconstruction*, arXiv:2605.12683, Alg. 1 and 3, App. E, H)."""
 
 from __future__ import annotations
 
 import dataclasses
-import json
-import math
-import numbers
 import os
-import signal
-import time
 import warnings
 from collections.abc import Callable
 from typing import Any
 
-import equinox as eqx
 import jax
-import jax.numpy as jnp
 import numpy as np
 import optax
 
-from ._alpha import estimate_alpha, update_alpha
-from ._gtf import check_alpha, gtf_forward
+from ._alpha import AbstractAlpha
+from ._ensemble import Ensemble
+from ._fit_setup import default_optimizer as default_optimizer
+from ._fit_setup import make_plan
 from ._regularization import Regularization
-from ._serialization import atomic_write, hyperparameters
-from ._solver import AbstractSolver, Sequential, SolverInfo, resolve_solver
-from .models import AbstractGTFModel, AbstractModel, AbstractTeacherForcedModel
-
+from ._signals import interrupt_on_sigterm
+from ._solver import AbstractSolver
+from ._trainer import Trainer
+from .models import AbstractModel
 
 
 @dataclasses.dataclass(frozen=True)
 class FitResult:
     """What `fit` returns.
 
-    - `model`: the trained model.
-    - `history`: per-step arrays `loss` (total), `mse`, `alpha`, `newton_iters` (max over the
-      batch), `converged`, `applied` (update applied), `fallback` (batch re-solved
-      sequentially), `wall_time` (seconds per step); and `eval`, a list of
+    - `model`: the trained model (an `Ensemble` if one was trained).
+    - `history`: per-update arrays `loss` (total), `mse`, `alpha`, `newton_iters` (max over
+      the batch), `converged`, `applied` (update applied), `fallback` (batch re-solved
+      sequentially), `alpha_raised`, each `(steps,)` for a model and `(K, steps)` for an
+      ensemble; `wall_time` (seconds per update, `(steps,)`); and `eval`, a list of
       `(step, dict)` from the callback.
-    - `settings`: every setting used (JSON-serializable).
-    - `alpha`: the final forcing strength; `interrupted`: stopped by Ctrl-C/SIGTERM;
-      `checkpoint`: path of the last checkpoint written, if any.
+    - `settings`: every setting that changes the result (JSON).
+    - `alpha`: the final forcing strength (a float, or one per member).
+    - `interrupted`: stopped by Ctrl-C / SIGTERM; `checkpoint`: the last checkpoint written.
+    - `stopped`: members that diverged even sequentially and were frozen (a bool, or one per
+      member); `free_run`: the last free-run check (`status` "ok", "diverged" or
+      "collapsed", `step`, `size`, `after_updates`), a dict or one per member.
     """
 
-    model: AbstractModel
+    model: Any
     history: dict
     settings: dict
-    alpha: float
+    alpha: Any
     interrupted: bool = False
     checkpoint: str | None = None
+    stopped: Any = False
+    free_run: Any = None
 
 
-# ------------------------------------------------------------------------------ validation
+def _progress_bar(trainer: Trainer, enabled: bool):
+    if not enabled:
+        return None
+    from tqdm.auto import tqdm
+
+    desc = "fit" if trainer.plan.n_members == 1 else f"fit {trainer.plan.n_members} members"
+    return tqdm(total=trainer.plan.steps, initial=len(trainer.history), desc=desc,
+                dynamic_ncols=True)
 
 
-def _as_series(name, data, obs_dim, dtype):
-    if hasattr(data, "train") and not isinstance(data, np.ndarray):
-        data = data.train
-    if isinstance(data, (list, tuple)):
-        series = list(data)
-    else:
-        series = [data]
-    if not series:
-        raise ValueError(f"`{name}` is empty.")
-    out = []
-    for i, s in enumerate(series):
-        a = np.asarray(s)
-        if a.ndim != 2:
-            raise ValueError(f"`{name}` must be (T, N) arrays; series {i} has shape {a.shape}.")
-        if obs_dim is not None and a.shape[1] != obs_dim:
-            raise ValueError(
-                f"`{name}` has {a.shape[1]} dimensions (series {i}) but the model's obs_dim is "
-                f"{obs_dim}."
-            )
-        if not np.all(np.isfinite(a)):
-            raise ValueError(f"`{name}` contains non-finite values (NaN or inf) in series {i}.")
-        out.append(a.astype(dtype))
-    return out
+def _show(bar, row, done, steps):
+    bar.update(1)
+    if done % 10 and done != steps:
+        return
+    loss, alpha, iters = row[0], row[2], row[3]
+    post = dict(loss=f"{np.nanmedian(loss):.4g}", alpha=f"{np.median(alpha):.3f}",
+                iters=int(np.max(iters)))
+    if len(loss) > 1:
+        worst = int(np.nanargmax(np.where(np.isfinite(loss), loss, np.inf)))
+        post = dict(median_loss=post["loss"], worst=f"#{worst} {loss[worst]:.3g}",
+                    alpha=post["alpha"], iters=post["iters"])
+    bar.set_postfix(post)
 
 
-def _check_int(name, v, lo):
-    if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < lo:
-        raise ValueError(f"`{name}` must be an int ≥ {lo}; got {v!r}.")
-
-
-def _model_dtype(model):
-    leaves = [x for x in jax.tree_util.tree_leaves(model) if eqx.is_inexact_array(x)]
-    return leaves[0].dtype if leaves else jnp.float32
-
-
-# ------------------------------------------------------------------------------ loss / step
-
-
-def predict(model, x, alpha, s, solver, warmup):
-    """Teacher-forced predictions `x̂_{1:T}` for windows `x` of shape (B, T+1, N)."""
-    if isinstance(model, AbstractGTFModel):
-        z, info = gtf_forward(model, x, alpha, warmup=warmup, solver=solver, inputs=s)
-        return z @ model.B.T, info
-    if isinstance(model, AbstractTeacherForcedModel):
-        xhat = jax.vmap(model.predict_teacher_forced)(x, s)
-        B = x.shape[0]
-        info = SolverInfo(jnp.zeros(B, jnp.int32), jnp.ones(B, bool), jnp.zeros(B, x.dtype),
-                          jnp.all(jnp.isfinite(xhat), axis=(1, 2)))
-        return xhat, info
-    raise TypeError(
-        f"`model` ({type(model).__name__}) must be an AbstractGTFModel (trained by GTF) or an "
-        "AbstractTeacherForcedModel (trained by teacher forcing)."
-    )
-
-
-def loss_fn(model, x, alpha, s, solver, warmup, reg):
-    """`MSE(x_{T_w+1:T}, x̂_{T_w+1:T}) + regularization` (papers/001 Eq. 59–60)."""
-    xhat, info = predict(model, x, alpha, s, solver, warmup)
-    mse = jnp.mean((xhat[:, warmup:] - x[:, warmup + 1:]) ** 2)
-    total = mse + (reg(model) if reg is not None else 0.0)
-    return total, (mse, info)
-
-
-@eqx.filter_jit
-def _train_step(model, opt_state, x, s, alpha, solver, warmup, reg, optimizer):
-    (loss, (mse, info)), grads = eqx.filter_value_and_grad(loss_fn, has_aux=True)(
-        model, x, alpha, s, solver, warmup, reg
-    )
-    params = eqx.filter(model, eqx.is_inexact_array)
-    updates, new_opt = optimizer.update(grads, opt_state, params)
-    new_model = eqx.apply_updates(model, updates)
-    finite = jnp.isfinite(loss) & jnp.all(jnp.stack(
-        [jnp.all(jnp.isfinite(g)) for g in jax.tree_util.tree_leaves(grads)]))
-    ok = finite & jnp.all(info.converged)
-    pick = lambda a, b: jnp.where(ok, a, b) if eqx.is_array(a) else a  # noqa: E731
-    model = jax.tree_util.tree_map(pick, new_model, model)
-    opt_state = jax.tree_util.tree_map(pick, new_opt, opt_state)
-    return model, opt_state, loss, mse, ok, jnp.max(info.iterations), jnp.all(info.converged)
-
-
-def default_optimizer(learning_rate: float, steps: int) -> optax.GradientTransformation:
-    """RAdam with cosine decay from `learning_rate` to `learning_rate/50` and gradient
-    clipping at norm 10 (the paper decays 5e-5 → 1e-6 over 150k updates)."""
-    schedule = optax.cosine_decay_schedule(learning_rate, max(steps, 1), alpha=0.02)
-    return optax.chain(optax.clip_by_global_norm(10.0), optax.radam(schedule))
-
-
-# ------------------------------------------------------------------------------ fit
-
-
-class _Windows:
-    """Random training windows of length T+1 from one or more series."""
-
-    def __init__(self, series, inputs, length, seed):
-        self.series, self.inputs, self.length = series, inputs, length
-        counts = np.array([len(s) - length + 1 for s in series])
-        self.offsets = np.concatenate([[0], np.cumsum(counts)])
-        self.seed = seed
-
-    def batch(self, step, batch_size):
-        rng = np.random.default_rng([self.seed, step])
-        idx = rng.integers(0, self.offsets[-1], size=batch_size)
-        which = np.searchsorted(self.offsets, idx, side="right") - 1
-        starts = idx - self.offsets[which]
-        x = np.stack([self.series[w][a:a + self.length] for w, a in zip(which, starts)])
-        s = None
-        if self.inputs is not None:
-            s = np.stack([self.inputs[w][a:a + self.length] for w, a in zip(which, starts)])
-        return x, s
-
-
-def _save_checkpoint(path, model, opt_state, step, alpha, history, settings, consecutive):
-    header = {"step": step, "alpha": alpha, "consecutive_failures": consecutive,
-              "history": {k: (v if k == "eval" else list(map(float, v))) for k, v in history.items()},
-              "settings": settings, "model": hyperparameters(model) if _serializable(model) else None}
-
-    def write(f):
-        f.write((json.dumps(header, default=str) + "\n").encode())
-        eqx.tree_serialise_leaves(f, (model, opt_state))
-
-    atomic_write(path, write)
-
-
-def _serializable(model):
+def _loop(trainer: Trainer, bar) -> bool:
+    """Train to the end; returns whether it was interrupted."""
+    steps, K = trainer.plan.steps, trainer.plan.n_members
     try:
-        hyperparameters(model)
+        while int(trainer.state.step) < steps:
+            if not np.any(np.asarray(trainer.state.active)[:K]):
+                _warn_all_stopped(trainer)
+                break
+            row = trainer.step()
+            done = int(trainer.state.step)
+            trainer.after_step(done)
+            if bar is not None:
+                _show(bar, row, done, steps)
+    except KeyboardInterrupt:
+        done = int(trainer.state.step)
+        trainer.save()
+        where = f"; checkpoint saved to {trainer.checkpoint_path!r} (resume with resume=...)" \
+            if trainer.checkpoint_path else ""
+        warnings.warn(f"fit interrupted after {done} steps{where}", stacklevel=3)
         return True
-    except TypeError:
-        return False
+    return False
 
 
-def _load_checkpoint(path, model, opt_state):
-    with open(path, "rb") as f:
-        header = json.loads(f.readline().decode())
-        model, opt_state = eqx.tree_deserialise_leaves(f, (model, opt_state))
-    return header, model, opt_state
+def _warn_all_stopped(trainer):
+    warnings.warn(
+        f"fit stopped after {int(trainer.state.step)} steps: the last "
+        f"{10 * trainer.cfg.max_failures} updates had a non-finite loss or gradient even with "
+        "the sequential solver, so the model itself diverges on the data (lower the learning "
+        "rate, raise alpha, or re-initialize).", stacklevel=4)
+
+
+def _result(trainer: Trainer, interrupted: bool) -> FitResult:
+    p, K = trainer.plan, trainer.plan.n_members
+    hist = trainer.history.arrays(squeeze=not p.is_ensemble)
+    state = jax.tree_util.tree_map(np.asarray, (trainer.state.alpha, trainer.state.active))
+    alpha, active = state[0][:K], state[1][:K]
+    skipped = int(np.sum(~hist["applied"])) if hist["applied"].size else 0
+    if skipped:
+        warnings.warn(f"{skipped} of {hist['applied'].size} member updates were skipped "
+                      "(non-finite loss or gradient).", stacklevel=3)
+    one = (lambda a: a) if p.is_ensemble else (lambda a: a[0])  # noqa: E731
+    return FitResult(model=trainer.current_model(), history=hist, settings=p.settings,
+                     alpha=one(alpha.astype(float)) if p.is_ensemble else float(alpha[0]),
+                     interrupted=interrupted, checkpoint=trainer.checkpoint_path,
+                     stopped=one(~active) if p.is_ensemble else bool(~active[0]),
+                     free_run=trainer.free_run if p.is_ensemble else trainer.free_run[0])
 
 
 def fit(
-    model: AbstractModel,
+    model: AbstractModel | Ensemble,
     data: Any,
-    alpha: float | str = 0.08,
+    alpha: float | str | AbstractAlpha = 0.08,
     *,
     steps: int = 1000,
     seq_len: int = 256,
@@ -210,44 +145,50 @@ def fit(
     checkpoint: str | os.PathLike | None = None,
     checkpoint_every: int = 500,
     resume: str | os.PathLike | None = None,
-    callback: Callable[[int, AbstractModel], dict | None] | None = None,
+    resume_settings: str = "check",
+    callback: Callable[[int, Any], dict | None] | None = None,
     eval_every: int | None = None,
-    alpha_every: int = 10,
-    alpha_gamma: float = 0.999,
+    alpha_every: int | None = None,
+    alpha_gamma: float | None = None,
     max_failures: int = 5,
+    devices: Any = None,
+    monitor_every: int | None = None,
 ) -> FitResult:
-    """Train `model` on `data` by generalized teacher forcing (shPLRNN) or teacher forcing
-    through U (LSSM), on random windows of `seq_len + 1` observations.
+    """Train a model (or every member of an `Ensemble`) on random windows of `seq_len + 1`
+    observations: generalized teacher forcing for the shPLRNN family (solved by GTF-DEER or
+    sequentially), teacher forcing for the LSSM family.
 
     **Arguments:**
 
-    - `model`: `dsr.ShPLRNN`, `dsr.LSSM` or any `AbstractGTFModel`.
+    - `model`: a dsr model or a `dsr.Ensemble` (all members in one vmapped update; member `i`
+      draws its windows from `jax.random.split(key, K)[i]`, so it reaches the parameters
+      `fit(ens[i], ..., key=jax.random.split(key, K)[i])` reaches alone).
     - `data`: an array (T, N), a list of arrays, or a `data_gen.Dataset` (its `train`).
-    - `alpha`: GTF forcing strength α ∈ [0, 1], or `"adaptive"` (SPEC §3; re-estimated
-      every `alpha_every` steps with relaxation rate `alpha_gamma`). Unused by the LSSM.
-    - `steps`: parameter updates; `seq_len`: T (predicted steps per window);
-      `batch_size`: windows per update; `warmup`: T_w (steps forced with α = 1 and left out
-      of the loss); must satisfy `warmup < seq_len`.
-    - `learning_rate` / `optimizer`: defaults to `default_optimizer` (RAdam, cosine decay,
-      clipping).
-    - `solver`: `dsr.DEER(...)`, `dsr.Sequential()`, or a name: `"deer"`, `"quasi"`,
-      `"sequential"`, `"auto"` (DEER on accelerators; on CPU DEER for M ≤ 8, else sequential;
-      see `resolve_solver`).
-    - `regularization`: a `dsr.Regularization` (MAR, L1(B), L2(B)).
-    - `inputs`: external inputs aligned with `data` (same structure), if the model has any.
-    - `key`: PRNG key for window sampling (same key ⇒ same run).
-    - `progress`: tqdm bar with loss, α and Newton iterations.
-    - `checkpoint`: path; written every `checkpoint_every` steps, at the end, and on
-      Ctrl-C/SIGTERM. `resume`: a checkpoint path to continue from (same model structure,
-      data, key and settings give the same parameters as an uninterrupted run).
-    - `callback(step, model) -> dict`: called every `eval_every` steps (e.g. D_stsp, RMSE).
-    - `max_failures`: after this many consecutive steps whose DEER solve failed (not
-      converged or non-finite; such a batch is re-solved with `Sequential()`), α is raised
-      by 0.05 with a warning.
+    - `alpha`: GTF forcing strength — a number in [0, 1] (`dsr.ConstantAlpha`), `"adaptive"`
+      or a `dsr.AdaptiveAlpha(every, gamma, alpha0)` (aGTF). Unused by the LSSM family.
+      `alpha_every` / `alpha_gamma` set `every` / `gamma` of `"adaptive"`.
+    - `steps`: updates; `seq_len`: T; `batch_size`: windows per update; `warmup`: T_w < T
+      (forced with α = 1, left out of the loss).
+    - `learning_rate` / `optimizer`: default RAdam, cosine decay to lr/50, clipping at 10.
+    - `solver`: `dsr.DEER(...)`, `dsr.Sequential()`, or `"deer"`, `"quasi"`,
+      `"sequential"`, `"auto"` (see `dsr.resolve_solver`).
+    - `regularization`: a `dsr.Regularization` (MAR, L1(B), L2(B)); `inputs`: external
+      inputs aligned with `data`; `key`: PRNG key (same key ⇒ same run).
+    - `progress`: tqdm bar (loss, or median loss and the worst member; α; Newton iterations).
+    - `checkpoint`: file, written every `checkpoint_every` updates, at the end and on
+      Ctrl-C / SIGTERM. `resume`: a checkpoint to continue from — bit-exactly, if model,
+      data and settings are the checkpoint's; `resume_settings`: `"check"` (differences are
+      an error), `"checkpoint"` or `"call"` (continue anyway, with a warning).
+    - `callback(step, model) -> dict` every `eval_every` updates (kept in `history["eval"]`).
+    - `max_failures`: after this many consecutive batches whose parallel solve failed (each
+      re-solved sequentially), α rises by the strategy's `failure_step`.
+    - `devices`: None (default device), `"all"` or a list: shard an ensemble's members
+      over the devices (also across hosts after `jax.distributed.initialize()`).
+    - `monitor_every`: every so many updates (default: a quarter of `steps`; 0: never) run
+      the model freely from a data context and warn if the orbit diverges or collapses.
 
-    A step whose loss or gradient is non-finite is never applied; after `10 × max_failures`
-    such steps in a row (the model diverges even sequentially) fit stops with a warning and
-    returns what it has.
+    An update whose loss or gradient is non-finite is never applied; a member with
+    `10 × max_failures` such updates in a row is frozen (`FitResult.stopped`).
 
     **Returns:** a `FitResult`.
 
@@ -258,192 +199,17 @@ def fit(
     result = dsr.fit(model, ds, alpha=0.08, steps=2000, seq_len=200, batch_size=16)
     ```
     """
-    # ---- validation, all before any compilation
-    if not isinstance(model, AbstractModel):
-        raise TypeError(f"`model` must be a dsr model; got {type(model).__name__}.")
-    _check_int("steps", steps, 0)
-    _check_int("seq_len", seq_len, 1)
-    _check_int("batch_size", batch_size, 1)
-    _check_int("checkpoint_every", checkpoint_every, 1)
-    _check_int("alpha_every", alpha_every, 1)
-    _check_int("max_failures", max_failures, 1)
-    if eval_every is not None:
-        _check_int("eval_every", eval_every, 1)
-    if not isinstance(warmup, numbers.Integral) or isinstance(warmup, bool) or not 0 <= warmup < seq_len:
-        raise ValueError(f"`warmup` must be an int with 0 ≤ warmup < seq_len = {seq_len}; got {warmup!r}.")
-    adaptive = alpha == "adaptive"
-    if not adaptive:
-        if isinstance(alpha, str):
-            raise ValueError(f"`alpha` must be a number in [0, 1] or 'adaptive'; got {alpha!r}.")
-        check_alpha(alpha)
-    if not 0.0 < alpha_gamma <= 1.0:
-        raise ValueError(f"`alpha_gamma` must lie in (0, 1]; got {alpha_gamma!r}.")
-    if not (isinstance(learning_rate, numbers.Real) and learning_rate > 0 and math.isfinite(learning_rate)):
-        raise ValueError(f"`learning_rate` must be a positive number; got {learning_rate!r}.")
-    solver_obj = resolve_solver(solver, model.latent_dim)
-    if regularization is not None:
-        if not isinstance(regularization, Regularization):
-            raise TypeError("`regularization` must be a dsr.Regularization or None.")
-        regularization.check(model)
-    dtype = _model_dtype(model)
-    series = _as_series("data", data, model.obs_dim, dtype)
-    shortest = min(len(s) for s in series)
-    if shortest < seq_len + 1:
-        raise ValueError(
-            f"`data` is too short: a series has {shortest} steps but seq_len + 1 = {seq_len + 1} "
-            "are needed per window."
-        )
-    inp = None
-    if model.input_dim:
-        if inputs is None:
-            raise ValueError(f"the model takes {model.input_dim} external inputs: pass `inputs`.")
-        inp = _as_series("inputs", inputs, model.input_dim, dtype)
-        if [len(s) for s in inp] != [len(s) for s in series]:
-            raise ValueError("`inputs` must have the same lengths as `data`.")
-    elif inputs is not None:
-        raise ValueError("`inputs` given but the model has input_dim = 0.")
-    if resume is not None and not os.path.exists(resume):
-        raise ValueError(f"`resume`: no checkpoint at {os.fspath(resume)!r}.")
-    if checkpoint is not None:
-        folder = os.path.dirname(os.path.abspath(checkpoint))
-        os.makedirs(folder, exist_ok=True)
-        if not os.access(folder, os.W_OK):
-            raise ValueError(f"`checkpoint`: folder {folder!r} is not writable.")
-
-    key = jax.random.key(0) if key is None else key
-    seed = int(jax.random.randint(key, (), 0, 2**31 - 1))
-    windows = _Windows(series, inp, seq_len + 1, seed)
-    optimizer = default_optimizer(learning_rate, steps) if optimizer is None else optimizer
-    opt_state = optimizer.init(eqx.filter(model, eqx.is_inexact_array))
-    alpha_val = 0.0 if adaptive else float(alpha)
-    settings = dict(
-        alpha=alpha, steps=steps, seq_len=seq_len, batch_size=batch_size, warmup=warmup,
-        learning_rate=learning_rate, optimizer="default" if optimizer is None else repr(optimizer),
-        solver=repr(solver_obj), regularization=repr(regularization), seed=seed,
-        model=type(model).__name__, backend=jax.default_backend(), alpha_every=alpha_every,
-        alpha_gamma=alpha_gamma, max_failures=max_failures,
-    )
-    history: dict = {k: [] for k in ("loss", "mse", "alpha", "newton_iters", "converged",
-                                     "applied", "fallback", "wall_time")}
-    history["eval"] = []
-    start, consecutive = 0, 0
-    if resume is not None:
-        header, model, opt_state = _load_checkpoint(resume, model, opt_state)
-        start, alpha_val = int(header["step"]), float(header["alpha"])
-        consecutive = int(header.get("consecutive_failures", 0))
-        for k, v in header["history"].items():
-            history[k] = list(v)
-    gtf = isinstance(model, AbstractGTFModel)
-    reg = regularization
-    last_ckpt = None
-    interrupted = False
-
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=steps, initial=start, desc="fit", dynamic_ncols=True)
-
-    old_handler = None
-    if signal.getsignal(signal.SIGTERM) is not None and _in_main_thread():
-        def _on_term(signum, frame):
-            raise KeyboardInterrupt("SIGTERM")
-
-        old_handler = signal.signal(signal.SIGTERM, _on_term)
-    completed, skipped_run = start, 0
+    kwargs = dict(locals())
+    kwargs.pop("model"), kwargs.pop("data"), kwargs.pop("alpha")
+    trainer = Trainer(make_plan(model, data, alpha, **kwargs))
+    trainer.start()
+    bar = _progress_bar(trainer, progress)
     try:
-        for step in range(start, steps):
-            t0 = time.perf_counter()
-            xb, sb = windows.batch(step, batch_size)
-            xb = jnp.asarray(xb)
-            sb = None if sb is None else jnp.asarray(sb)
-            if gtf and adaptive and step % alpha_every == 0:
-                est = float(estimate_alpha(model, xb))
-                alpha_val = est if step == 0 and start == 0 else update_alpha(alpha_val, est, alpha_gamma)
-            a = jnp.asarray(alpha_val, dtype)
-            model_new, opt_new, loss, mse, ok, iters, conv = _train_step(
-                model, opt_state, xb, sb, a, solver_obj, warmup, reg, optimizer)
-            fallback = False
-            if gtf and not bool(ok) and not isinstance(solver_obj, Sequential):
-                fallback = True
-                model_new, opt_new, loss, mse, ok, _, _ = _train_step(
-                    model, opt_state, xb, sb, a, Sequential(), warmup, reg, optimizer)
-                # Only a batch that the sequential solve handles is a DEER failure; if that
-                # one is non-finite too, the model itself has blown up (counted as skipped).
-                consecutive = consecutive + 1 if bool(ok) else 0
-                if consecutive >= max_failures and alpha_val < 1.0:
-                    alpha_val = min(1.0, alpha_val + 0.05)
-                    consecutive = 0
-                    warnings.warn(
-                        f"GTF-DEER failed to converge on {max_failures} consecutive batches; "
-                        f"raising alpha to {alpha_val:.3f}.", stacklevel=2)
-            else:
-                consecutive = 0
-            skipped_run = 0 if bool(ok) else skipped_run + 1
-            model, opt_state = model_new, opt_new
-            ok = bool(ok)
-            history["loss"].append(float(loss))
-            history["mse"].append(float(mse))
-            history["alpha"].append(alpha_val)
-            history["newton_iters"].append(int(iters))
-            history["converged"].append(bool(conv))
-            history["applied"].append(ok)
-            history["fallback"].append(fallback)
-            history["wall_time"].append(time.perf_counter() - t0)
-            done = completed = step + 1
-            if callback is not None and eval_every is not None and done % eval_every == 0:
-                out = callback(done, model)
-                if out:
-                    history["eval"].append((done, {k: float(v) for k, v in out.items()}))
-            if checkpoint is not None and done % checkpoint_every == 0:
-                _save_checkpoint(checkpoint, model, opt_state, done, alpha_val, history, settings,
-                                 consecutive)
-                last_ckpt = os.fspath(checkpoint)
-            if skipped_run >= 10 * max_failures:
-                warnings.warn(
-                    f"fit stopped after {completed} steps: the last {skipped_run} updates had a "
-                    "non-finite loss or gradient even with the sequential solver, so the model "
-                    "itself diverges on the data (lower the learning rate, raise alpha, or "
-                    "re-initialize).", stacklevel=2)
-                break
-            if bar is not None:
-                bar.update(1)
-                if done % 10 == 0 or done == steps:
-                    bar.set_postfix(loss=f"{float(loss):.4g}", alpha=f"{alpha_val:.3f}",
-                                    iters=int(iters))
-    except KeyboardInterrupt:
-        interrupted = True
-        n = len(history["loss"])  # a step counts once its update and history are both in
-        if n > completed:
-            for v in history.values():
-                del v[completed:]
-        if checkpoint is not None:
-            _save_checkpoint(checkpoint, model, opt_state, completed, alpha_val, history,
-                             settings, consecutive)
-            last_ckpt = os.fspath(checkpoint)
-        warnings.warn(
-            f"fit interrupted after {completed} steps"
-            + (f"; checkpoint saved to {last_ckpt!r} (resume with resume=...)" if last_ckpt else ""),
-            stacklevel=2)
+        with interrupt_on_sigterm():
+            interrupted = _loop(trainer, bar)
+            if not interrupted and trainer.plan.steps > 0:
+                trainer.save()
     finally:
         if bar is not None:
             bar.close()
-        if old_handler is not None:
-            signal.signal(signal.SIGTERM, old_handler)
-    if not interrupted and checkpoint is not None and steps > start:
-        _save_checkpoint(checkpoint, model, opt_state, steps, alpha_val, history, settings,
-                         consecutive)
-        last_ckpt = os.fspath(checkpoint)
-    hist = {k: (v if k == "eval" else np.asarray(v)) for k, v in history.items()}
-    n_failed = int(np.sum(~hist["applied"].astype(bool))) if len(hist["applied"]) else 0
-    if n_failed:
-        warnings.warn(f"{n_failed} of {len(hist['applied'])} updates were skipped "
-                      "(non-finite loss or gradient).", stacklevel=2)
-    return FitResult(model=model, history=hist, settings=settings, alpha=alpha_val,
-                     interrupted=interrupted, checkpoint=last_ckpt)
-
-
-def _in_main_thread() -> bool:
-    import threading
-
-    return threading.current_thread() is threading.main_thread()
+    return _result(trainer, interrupted)

@@ -1,30 +1,35 @@
-"""Saving and loading models: a JSON header (class, hyperparameters) + equinox leaves."""
+"""Saving and loading models and ensembles in dsr's checksummed file format (`_io.py`).
+
+The header names the class and the constructor's hyper-parameters (and the member count of
+an ensemble); the payload is equinox's serialization of the arrays. `load` rebuilds the
+structure from the header, then fills in the arrays.
+"""
 
 from __future__ import annotations
 
-import json
+import io
 import os
-import tempfile
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 
+from ._ensemble import Ensemble
+from ._io import FileFormatError, read_container, write_container
 from .baselines import SelectiveSSM
-from .models import LSSM, AbstractModel, ClippedShPLRNN, ShPLRNN
+from .models import LSSM, AbstractModel, AbstractShPLRNN, ClippedShPLRNN, ShPLRNN
 
-_CLASSES = {"ShPLRNN": ShPLRNN, "ClippedShPLRNN": ClippedShPLRNN, "LSSM": LSSM,
-            "SelectiveSSM": SelectiveSSM}
+_CLASSES = {c.__name__: c for c in (ShPLRNN, ClippedShPLRNN, LSSM, SelectiveSSM)}
 
 
 def hyperparameters(model: AbstractModel) -> dict:
-    """The constructor arguments that rebuild `model`'s structure."""
+    """`{"class": name, "hyperparameters": {...}}`: what rebuilds `model`'s structure."""
     name = type(model).__name__
     if name not in _CLASSES:
         raise TypeError(f"cannot serialize {name}; supported: {sorted(_CLASSES)}.")
     hp = dict(obs_dim=model.obs_dim, latent_dim=model.latent_dim,
               hidden_dim=model.hidden_dim, input_dim=model.input_dim)
-    if isinstance(model, (ShPLRNN, ClippedShPLRNN)):
+    if isinstance(model, AbstractShPLRNN):
         hp["rank"] = model.rank
     if isinstance(model, SelectiveSSM):
         hp.update(n_heads=model.n_heads, state_size=model.state_size)
@@ -33,44 +38,76 @@ def hyperparameters(model: AbstractModel) -> dict:
     return {"class": name, "hyperparameters": hp}
 
 
-def skeleton(header: dict) -> AbstractModel:
-    """An initialized model of the saved structure (its values are then overwritten)."""
-    cls = _CLASSES[header["class"]]
-    hp = dict(header["hyperparameters"])
-    dtype = jnp.dtype(hp.pop("dtype"))
-    return cls(**hp, key=jax.random.key(0), dtype=dtype)
-
-
-def atomic_write(path: str, write) -> None:
-    """Write through a temporary file and `os.replace`, so a failed write leaves nothing."""
-    path = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-")
+def model_spec(model) -> dict | None:
+    """The structure of a model or an ensemble as JSON, or None if its class cannot be
+    rebuilt from a header (e.g. `TTTModel`)."""
+    members = model.n_members if isinstance(model, Ensemble) else None
+    one = model[0] if isinstance(model, Ensemble) else model
     try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
+        spec = hyperparameters(one)
+    except TypeError:
+        return None
+    return dict(spec, members=members)
 
 
-def save(path: str, model: AbstractModel, *, extra: dict | None = None) -> None:
-    """Save `model` to `path` (one file: a JSON line, then the serialized arrays)."""
-    header = hyperparameters(model)
-    header["extra"] = extra or {}
+def skeleton(spec: dict, path: str = "<file>"):
+    """A model (or ensemble) of the saved structure; its values are then overwritten."""
+    try:
+        cls = _CLASSES[spec["class"]]
+        hp = dict(spec["hyperparameters"])
+        dtype = jnp.dtype(hp.pop("dtype"))
+        make = lambda k: cls(**hp, key=k, dtype=dtype)  # noqa: E731
+        if spec.get("members") is None:
+            return make(jax.random.key(0))
+        return Ensemble(eqx.filter_vmap(make)(jax.random.split(jax.random.key(0),
+                                                               spec["members"])),
+                        spec["members"])
+    except (KeyError, TypeError, ValueError) as e:
+        raise FileFormatError(f"{path!r}: the header does not describe a dsr model ({e}).") \
+            from None
 
-    def write(f):
-        f.write((json.dumps(header) + "\n").encode())
-        eqx.tree_serialise_leaves(f, model)
 
-    atomic_write(path, write)
+def serialize(tree) -> bytes:
+    buf = io.BytesIO()
+    eqx.tree_serialise_leaves(buf, tree)
+    return buf.getvalue()
 
 
-def load(path: str) -> AbstractModel:
-    """Load a model saved by `dsr.save`."""
-    with open(path, "rb") as f:
-        header = json.loads(f.readline().decode())
-        return eqx.tree_deserialise_leaves(f, skeleton(header))
+def deserialize(payload: bytes, like, path: str):
+    """`like` with its arrays read from `payload`; a mismatch is a `FileFormatError`."""
+    try:
+        return eqx.tree_deserialise_leaves(io.BytesIO(payload), like)
+    except Exception as e:  # equinox/numpy raise various errors for a mismatched payload
+        raise FileFormatError(f"{path!r}: the stored arrays do not match the structure in its "
+                              f"header ({type(e).__name__}: {e}).") from None
+
+
+def save(path: str | os.PathLike, model, *, extra: dict | None = None) -> None:
+    """Save a model or an `Ensemble` to `path` (one checksummed file; see `dsr.load`).
+
+    `extra`: JSON-serializable metadata stored in the header (e.g. data statistics).
+    """
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        raise ValueError(f"`path` {path!r} is a folder; give a file name.")
+    if not isinstance(model, (AbstractModel, Ensemble)):
+        raise TypeError(f"`model` must be a dsr model or Ensemble; got {type(model).__name__}.")
+    spec = model_spec(model)
+    if spec is None:
+        raise TypeError(f"cannot save {type(model).__name__}; supported: {sorted(_CLASSES)}.")
+    kind = "ensemble" if isinstance(model, Ensemble) else "model"
+    write_container(path, kind, dict(spec, extra=extra or {}), serialize(model))
+
+
+def load(path: str | os.PathLike):
+    """Load a model or ensemble saved by `dsr.save`; damaged, truncated or foreign files raise
+    `dsr.FileFormatError` naming the file."""
+    path = os.fspath(path)
+    header, payload = read_container(path, ("model", "ensemble"))
+    return deserialize(payload, skeleton(header, path), path)
+
+
+def load_extra(path: str | os.PathLike) -> dict:
+    """The `extra` metadata saved with a model."""
+    header, _ = read_container(os.fspath(path), ("model", "ensemble"))
+    return header.get("extra", {})

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 import dsr
-from dsr._fit import _train_step, default_optimizer
+from dsr._fit_setup import default_optimizer
+from dsr._train_step import StepConfig, member_update
 from helpers import random_shplrnn
 
 
@@ -53,7 +54,9 @@ def test_deer_and_sequential_give_same_update():
     state = opt.init(eqx.filter(model, eqx.is_inexact_array))
     xb = jnp.asarray(np.stack([X[:31], X[100:131]]))
     a = jnp.asarray(0.3)
-    out = [_train_step(model, state, xb, None, a, s, 5, dsr.Regularization(2, 1.0, 1.0, 1e-2), opt)
+    cfg = StepConfig(dsr.DEER(), dsr.Regularization(2, 1.0, 1.0, 1e-2), opt,
+                     dsr.ConstantAlpha(0.3), 2, 5, 5, True)
+    out = [eqx.filter_jit(member_update)(model, state, xb, None, a, cfg, s)
            for s in (dsr.DEER(), dsr.Sequential())]
     (m1, _, l1, *_), (m2, _, l2, *_) = out
     assert abs(float(l1) - float(l2)) < 1e-12

@@ -113,3 +113,9 @@ class AbstractDataDrivenModel(AbstractTeacherForcedModel):
 def uniform(key, shape, scale, dtype=jnp.float32):
     """U(−scale, scale) (App. E initialization)."""
     return jax.random.uniform(key, shape, dtype, -scale, scale)
+
+
+def parameter_dtype(model) -> jnp.dtype:
+    """The dtype of a model's parameters (its first inexact array; float32 if it has none)."""
+    leaves = [x for x in jax.tree_util.tree_leaves(model) if eqx.is_inexact_array(x)]
+    return leaves[0].dtype if leaves else jnp.dtype(jnp.float32)

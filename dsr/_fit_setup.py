@@ -1,0 +1,217 @@
+"""Everything `fit` decides before it compiles anything: validated arguments, the data as
+training windows, the static step configuration and the settings as reproducible text."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import os
+from typing import Any
+
+import jax
+import numpy as np
+import optax
+
+from ._alpha import AbstractAlpha, as_alpha
+from ._checks import (ArgumentTypeError, check_choice, check_int, check_key,
+                      check_optional_int, check_real)
+from ._config import describe_optimizer, to_config
+from ._ensemble import Ensemble, as_stack
+from ._regularization import Regularization
+from ._serialization import model_spec
+from ._sharding import Placement, resolve_devices
+from ._solver import resolve_solver
+from ._train_step import StepConfig
+from ._windows import Windows
+from .models import AbstractGTFModel, AbstractModel
+from .models._base import parameter_dtype
+
+RESUME_SETTINGS = ("check", "checkpoint", "call")
+
+
+@functools.lru_cache(maxsize=64)
+def default_optimizer(learning_rate: float, steps: int) -> optax.GradientTransformation:
+    """RAdam with cosine decay from `learning_rate` to `learning_rate/50` and gradient
+    clipping at norm 10 (the paper decays 5e-5 → 1e-6 over 150k updates). Cached, so equal
+    settings give the same object and `fit` reuses its compiled step."""
+    schedule = optax.cosine_decay_schedule(learning_rate, max(steps, 1), alpha=0.02)
+    return optax.chain(optax.clip_by_global_norm(10.0), optax.radam(schedule))
+
+
+def as_series(name: str, data, obs_dim: int, dtype) -> list[np.ndarray]:
+    """`data` (an array, a list of arrays, or an object with `.train`) as (T, N) arrays."""
+    if hasattr(data, "train") and not isinstance(data, np.ndarray):  # a data_gen.Dataset
+        data = data.train
+    series = list(data) if isinstance(data, (list, tuple)) else [data]
+    if not series:
+        raise ValueError(f"`{name}` is empty.")
+    out = []
+    for i, s in enumerate(series):
+        try:
+            a = np.asarray(s)
+        except (TypeError, ValueError):
+            raise ArgumentTypeError(f"`{name}` must be (T, N) arrays; series {i} is "
+                                    f"{type(s).__name__}.") from None
+        if a.ndim != 2 or not np.issubdtype(a.dtype, np.number):
+            raise ValueError(f"`{name}` must be (T, N) numeric arrays; series {i} has shape "
+                             f"{a.shape} and dtype {a.dtype}.")
+        if a.shape[1] != obs_dim:
+            raise ValueError(f"`{name}` has {a.shape[1]} dimensions (series {i}) but the "
+                             f"model's {'obs_dim' if name == 'data' else 'input_dim'} is "
+                             f"{obs_dim}.")
+        if not np.all(np.isfinite(a)):
+            raise ValueError(f"`{name}` contains non-finite values (NaN or inf) in series {i}.")
+        out.append(np.ascontiguousarray(a, dtype=dtype))
+    return out
+
+
+def fingerprint(series, inputs) -> str:
+    """SHA-256 of the training data (shapes, dtype and values) and inputs."""
+    h = hashlib.sha256()
+    for a in list(series) + list(inputs or []):
+        h.update(f"{a.shape}{a.dtype}".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
+
+
+@dataclasses.dataclass
+class Plan:
+    """A validated `fit` call."""
+
+    cfg: StepConfig
+    steps: int
+    windows: Windows
+    stacked: AbstractModel
+    n_members: int
+    is_ensemble: bool
+    key_data: np.ndarray
+    key_impl: str
+    placement: Placement
+    settings: dict
+    spec: dict | None
+    data_sha256: str
+    series: list
+    options: dict
+
+
+def _check_counts(steps, seq_len, batch_size, warmup, checkpoint_every, max_failures,
+                  eval_every, monitor_every):
+    out = dict(steps=check_int("steps", steps, 0), seq_len=check_int("seq_len", seq_len, 1),
+               batch_size=check_int("batch_size", batch_size, 1),
+               checkpoint_every=check_int("checkpoint_every", checkpoint_every, 1),
+               max_failures=check_int("max_failures", max_failures, 1),
+               eval_every=check_optional_int("eval_every", eval_every, 1),
+               monitor_every=check_optional_int("monitor_every", monitor_every, 0))
+    out["warmup"] = check_int("warmup", warmup, 0, out["seq_len"] - 1)
+    if out["monitor_every"] is None:  # default: four free-run checks per fit
+        out["monitor_every"] = max(1, out["steps"] // 4) if out["steps"] else 0
+    return out
+
+
+def _check_model(model):
+    if isinstance(model, Ensemble):
+        return model[0]
+    if not isinstance(model, AbstractModel):
+        raise ArgumentTypeError(f"`model` must be a dsr model or Ensemble; got "
+                                f"{type(model).__name__}.")
+    return model
+
+
+def _check_files(checkpoint, resume, resume_settings):
+    check_choice("resume_settings", resume_settings, RESUME_SETTINGS)
+    for name, path in (("checkpoint", checkpoint), ("resume", resume)):
+        if path is not None and not isinstance(path, (str, os.PathLike)):
+            raise ArgumentTypeError(f"`{name}` must be a file path; got {path!r}.")
+    if resume is not None and not os.path.isfile(resume):
+        what = "is a folder" if os.path.isdir(resume) else "does not exist"
+        raise ValueError(f"`resume`: {os.fspath(resume)!r} {what}; give a checkpoint file.")
+    if checkpoint is not None:
+        path = os.fspath(checkpoint)
+        if os.path.isdir(path):
+            raise ValueError(f"`checkpoint`: {path!r} is a folder; give a file name, e.g. "
+                             f"{os.path.join(path, 'fit.ckpt')!r}.")
+        folder = os.path.dirname(os.path.abspath(path))
+        os.makedirs(folder, exist_ok=True)
+        if not os.access(folder, os.W_OK):
+            raise ValueError(f"`checkpoint`: folder {folder!r} is not writable.")
+
+
+def _data(one, data, inputs, dtype, seq_len):
+    series = as_series("data", data, one.obs_dim, dtype)
+    shortest = min(len(s) for s in series)
+    if shortest < seq_len + 1:
+        raise ValueError(f"`data` is too short: a series has {shortest} steps but "
+                         f"seq_len + 1 = {seq_len + 1} are needed per window.")
+    inp = None
+    if one.input_dim:
+        if inputs is None:
+            raise ValueError(f"the model takes {one.input_dim} external inputs: pass `inputs`.")
+        inp = as_series("inputs", inputs, one.input_dim, dtype)
+        if [len(s) for s in inp] != [len(s) for s in series]:
+            raise ValueError("`inputs` must have the same lengths as `data`.")
+    elif inputs is not None:
+        raise ValueError("`inputs` given but the model has input_dim = 0.")
+    return series, inp
+
+
+def _strategies(one, alpha, alpha_every, alpha_gamma, solver, regularization):
+    strategy = as_alpha(alpha, check_optional_int("alpha_every", alpha_every, 1),
+                        None if alpha_gamma is None else
+                        check_real("alpha_gamma", alpha_gamma, 0.0, 1.0, lo_open=True))
+    solver_obj = resolve_solver(solver, one.latent_dim)
+    if regularization is not None:
+        if not isinstance(regularization, Regularization):
+            raise ArgumentTypeError("`regularization` must be a dsr.Regularization or None; "
+                                    f"got {regularization!r}.")
+        regularization.check(one)
+    return strategy, solver_obj
+
+
+def make_plan(model, data, alpha, *, steps, seq_len, batch_size, warmup, learning_rate,
+              optimizer, solver, regularization, inputs, key, checkpoint, checkpoint_every,
+              resume, resume_settings, eval_every, alpha_every, alpha_gamma, max_failures,
+              devices, monitor_every, callback, progress) -> Plan:
+    """Validate every argument of `fit` (nothing is compiled yet) and build its plan."""
+    one = _check_model(model)
+    n = _check_counts(steps, seq_len, batch_size, warmup, checkpoint_every, max_failures,
+                      eval_every, monitor_every)
+    lr = check_real("learning_rate", learning_rate, 0.0, lo_open=True)
+    key = check_key("key", jax.random.key(0) if key is None else key)
+    if callback is not None and not callable(callback):
+        raise ArgumentTypeError(f"`callback` must be callable; got {callback!r}.")
+    strategy, solver_obj = _strategies(one, alpha, alpha_every, alpha_gamma, solver,
+                                       regularization)
+    _check_files(checkpoint, resume, resume_settings)
+    dtype = parameter_dtype(one)
+    series, inp = _data(one, data, inputs, dtype, n["seq_len"])
+    stacked, K, is_ens = as_stack(model)
+    placement = Placement(K, resolve_devices(devices))
+    opt = default_optimizer(lr, n["steps"]) if optimizer is None else optimizer
+    cfg = StepConfig(solver_obj, regularization, opt, strategy, n["batch_size"], n["warmup"],
+                     n["max_failures"], isinstance(one, AbstractGTFModel))
+    if not jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key):  # a raw uint32[2] key
+        key = jax.random.wrap_key_data(key)
+    keys = jax.random.split(key, K) if is_ens else key[None]
+    opt_spec = None if optimizer is not None else {"name": "radam+cosine+clip", "lr": lr,
+                                                   "steps": n["steps"]}
+    settings = _settings(n, lr, strategy, solver_obj, regularization, describe_optimizer(
+        opt, opt_spec), key, K, dtype)
+    windows = Windows.from_series(series, inp, n["seq_len"] + 1)
+    options = dict(checkpoint=checkpoint, checkpoint_every=n["checkpoint_every"],
+                   resume=resume, resume_settings=resume_settings, eval_every=n["eval_every"],
+                   monitor_every=n["monitor_every"], callback=callback, progress=progress)
+    return Plan(cfg, n["steps"], windows, stacked, K, is_ens,
+                np.asarray(jax.random.key_data(keys)), str(jax.random.key_impl(keys)),
+                placement, settings, model_spec(model), fingerprint(series, inp), series,
+                options)
+
+
+def _settings(n, lr, strategy: AbstractAlpha, solver, regularization, optimizer, key, K,
+              dtype) -> dict[str, Any]:
+    """Every setting that changes the result, as JSON (no reprs, no addresses)."""
+    return dict(alpha=to_config(strategy), steps=n["steps"], seq_len=n["seq_len"],
+                batch_size=n["batch_size"], warmup=n["warmup"], learning_rate=lr,
+                optimizer=optimizer, solver=to_config(solver),
+                regularization=to_config(regularization), max_failures=n["max_failures"],
+                key=np.asarray(jax.random.key_data(key)).tolist(), members=K, dtype=str(dtype))

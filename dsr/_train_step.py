@@ -1,0 +1,192 @@
+"""One training update of K stacked members (K = 1 for a single model), in three jitted parts.
+
+1. `propose`: draw each member's windows, update α when due, and compute every member's
+   loss, gradient and optimizer update with the configured solver (vmapped over members).
+2. `refine` (only when some member's solve failed): re-solve those members sequentially on
+   the same batch; the others keep their proposal.
+3. `commit`: apply each member's update if its loss and gradient are finite, and advance the
+   per-member bookkeeping and the step counter together, in one new `TrainState`.
+
+`propose_and_commit` runs 1 and 3 as one program (the common case: one dispatch and one
+host transfer per update); after a failure, `refine` and `commit_jit` redo 3.
+
+Loss (Hess, Götz, Durstewitz (2026), arXiv:2605.12683, Eq. 59–60):
+`MSE(x_{T_w+1:T}, x̂_{T_w+1:T}) + regularization`.
+"""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import optax
+from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
+
+from ._alpha import AbstractAlpha
+from ._gtf import gtf_forward
+from ._regularization import Regularization
+from ._solver import AbstractSolver, Sequential, SolverInfo
+from ._windows import Windows
+from .models import AbstractGTFModel, AbstractModel, AbstractTeacherForcedModel
+
+#: Per-step, per-member history fields, in the order of `commit`'s record.
+FIELDS = ("loss", "mse", "alpha", "newton_iters", "converged", "applied", "fallback",
+          "alpha_raised")
+
+
+class StepConfig(eqx.Module):
+    """Everything static about an update (hashable, so equal settings reuse compilations)."""
+
+    solver: AbstractSolver = eqx.field(static=True)
+    regularization: Regularization | None = eqx.field(static=True)
+    optimizer: optax.GradientTransformation = eqx.field(static=True)
+    alpha: AbstractAlpha = eqx.field(static=True)
+    batch_size: int = eqx.field(static=True)
+    warmup: int = eqx.field(static=True)
+    max_failures: int = eqx.field(static=True)
+    gtf: bool = eqx.field(static=True)
+
+
+class TrainState(eqx.Module):
+    """The whole state of a fit between two updates (members stacked on axis 0)."""
+
+    model: AbstractModel
+    opt_state: optax.OptState
+    alpha: Float[Array, " K"]
+    consecutive: Int[Array, " K"]  # consecutive batches whose solve failed
+    skipped: Int[Array, " K"]  # consecutive updates not applied (non-finite)
+    active: Bool[Array, " K"]  # False for padding and for members that diverged
+    step: Int[Array, ""]
+
+
+class Proposal(eqx.Module):
+    """Candidate updates of all members for one batch."""
+
+    model: AbstractModel
+    opt_state: optax.OptState
+    loss: Float[Array, " K"]
+    mse: Float[Array, " K"]
+    finite: Bool[Array, " K"]
+    converged: Bool[Array, " K"]
+    iters: Int[Array, " K"]
+    fallback: Bool[Array, " K"]
+    alpha: Float[Array, " K"]
+    x: Float[Array, "K B T+1 N"]
+    s: Float[Array, "K B T+1 S"] | None
+
+
+def predict(model, x, alpha, s, solver, warmup):
+    """Teacher-forced predictions `x̂_{1:T}` for windows `x` of shape (B, T+1, N)."""
+    if isinstance(model, AbstractGTFModel):
+        z, info = gtf_forward(model, x, alpha, warmup=warmup, solver=solver, inputs=s)
+        return z @ model.B.T, info
+    if isinstance(model, AbstractTeacherForcedModel):
+        xhat = jax.vmap(model.predict_teacher_forced)(x, s)
+        B = x.shape[0]
+        info = SolverInfo(jnp.zeros(B, jnp.int32), jnp.ones(B, bool), jnp.zeros(B, x.dtype),
+                          jnp.all(jnp.isfinite(xhat), axis=(1, 2)))
+        return xhat, info
+    raise TypeError(
+        f"`model` ({type(model).__name__}) must be an AbstractGTFModel (trained by GTF) or an "
+        "AbstractTeacherForcedModel (trained by teacher forcing).")
+
+
+def loss_fn(model, x, alpha, s, solver, warmup, reg):
+    """`MSE(x_{T_w+1:T}, x̂_{T_w+1:T}) + regularization` and `(mse, SolverInfo)`."""
+    xhat, info = predict(model, x, alpha, s, solver, warmup)
+    mse = jnp.mean((xhat[:, warmup:] - x[:, warmup + 1:]) ** 2)
+    total = mse + (reg(model) if reg is not None else 0.0)
+    return total, (mse, info)
+
+
+def member_update(model, opt_state, x, s, alpha, cfg: StepConfig, solver: AbstractSolver):
+    """One member's candidate update: `(model, opt_state, loss, mse, finite, converged,
+    iterations)`; the candidate is returned whether or not it is finite."""
+    (loss, (mse, info)), grads = eqx.filter_value_and_grad(loss_fn, has_aux=True)(
+        model, x, alpha, s, solver, cfg.warmup, cfg.regularization)
+    params = eqx.filter(model, eqx.is_inexact_array)
+    updates, new_opt = cfg.optimizer.update(grads, opt_state, params)
+    new_model = eqx.apply_updates(model, updates)
+    leaves = jax.tree_util.tree_leaves(grads)
+    finite = jnp.isfinite(loss) & jnp.all(jnp.stack([jnp.all(jnp.isfinite(g)) for g in leaves]))
+    return new_model, new_opt, loss, mse, finite, jnp.all(info.converged), jnp.max(info.iterations)
+
+
+def _vupdate(state, x, s, alpha, cfg, solver):
+    fn = lambda m, o, xb, sb, a: member_update(m, o, xb, sb, a, cfg, solver)  # noqa: E731
+    return eqx.filter_vmap(fn)(state.model, state.opt_state, x, s, alpha)
+
+
+def propose(state: TrainState, keys: PRNGKeyArray, windows: Windows, cfg: StepConfig) -> Proposal:
+    """Sample, update α when due, and propose every member's update with `cfg.solver`;
+    `fallback` marks the members whose solve failed."""
+    x, s = jax.vmap(lambda k: windows.sample(k, state.step, cfg.batch_size))(keys)
+    alpha = state.alpha
+    due = cfg.alpha.is_due(state.step)  # a Python False for schedules that never change
+    if cfg.gtf and due is not False:
+        new = lambda: eqx.filter_vmap(cfg.alpha.updated)(alpha, state.model, x)  # noqa: E731
+        alpha = jax.lax.cond(due, new, lambda: alpha)
+    m, o, loss, mse, fin, conv, it = _vupdate(state, x, s, alpha, cfg, cfg.solver)
+    # Members whose parallel solve failed (not converged or non-finite) get a sequential
+    # re-solve (`refine`); `fallback` marks them.
+    need = jnp.zeros_like(fin)
+    if cfg.gtf and not isinstance(cfg.solver, Sequential):
+        need = state.active & ~(fin & conv)
+    return Proposal(m, o, loss, mse, fin, conv, it, need, alpha, x, s)
+
+
+@eqx.filter_jit
+def refine(state: TrainState, prop: Proposal, need: Bool[Array, " K"], cfg: StepConfig) -> Proposal:
+    """Re-solve the members in `need` sequentially on the same batch and α."""
+    seq = _vupdate(state, prop.x, prop.s, prop.alpha, cfg, Sequential())
+    pick = lambda a, b: _where(need, a, b)  # noqa: E731
+    m, o = (jax.tree_util.tree_map(pick, new, old, is_leaf=lambda v: v is None)
+            for new, old in ((seq[0], prop.model), (seq[1], prop.opt_state)))
+    loss, mse, fin = (pick(a, b) for a, b in zip(seq[2:5], (prop.loss, prop.mse, prop.finite)))
+    return Proposal(m, o, loss, mse, fin, prop.converged, prop.iters, need, prop.alpha, prop.x,
+                    prop.s)
+
+
+def _where(mask, a, b):
+    """Per member: `a` where `mask`, else `b` (non-array leaves are taken from `a`)."""
+    if not eqx.is_array(a):
+        return a
+    return jnp.where(mask.reshape(mask.shape + (1,) * (a.ndim - 1)), a, b)
+
+
+def commit(state: TrainState, prop: Proposal, cfg: StepConfig):
+    """Apply the finite proposals of active members; return `(new_state, record)` with the
+    record `(len(FIELDS), K)` of this step."""
+    applied = state.active & prop.finite
+    keep = lambda new, old: _where(applied, new, old)  # noqa: E731
+    model = jax.tree_util.tree_map(keep, prop.model, state.model)
+    opt_state = jax.tree_util.tree_map(keep, prop.opt_state, state.opt_state)
+    # A batch the sequential re-solve handled is a solver failure; after `max_failures` of
+    # them in a row α rises (the GTF-forced system contracts for α large enough, Prop. 1).
+    failed = prop.fallback & prop.finite
+    consecutive = jnp.where(failed, state.consecutive + 1, 0)
+    raise_alpha = (consecutive >= cfg.max_failures) & (prop.alpha < 1.0)
+    alpha = jnp.where(raise_alpha, jnp.minimum(1.0, prop.alpha + cfg.alpha.failure_step),
+                      prop.alpha)
+    consecutive = jnp.where(raise_alpha, 0, consecutive)
+    skipped = jnp.where(applied, 0, state.skipped + state.active)
+    active = state.active & (skipped < 10 * cfg.max_failures)
+    new = TrainState(model, opt_state, alpha.astype(state.alpha.dtype), consecutive, skipped,
+                     active, state.step + 1)
+    cols = (prop.loss, prop.mse, prop.alpha, prop.iters, prop.converged, applied, prop.fallback,
+            raise_alpha)
+    record = jnp.stack([c.astype(state.alpha.dtype) for c in cols])
+    return new, record
+
+
+@eqx.filter_jit
+def propose_and_commit(state: TrainState, keys: PRNGKeyArray, windows: Windows,
+                       cfg: StepConfig):
+    """`propose` and `commit` in one program: `(proposal, new_state, record)`. The new state
+    is final unless some member's `fallback` flag (in the record) asks for `refine`."""
+    prop = propose(state, keys, windows, cfg)
+    new, record = commit(state, prop, cfg)
+    return prop, new, record
+
+
+commit_jit = eqx.filter_jit(commit)
