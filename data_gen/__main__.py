@@ -4,8 +4,10 @@
 (lorenz63, lorenz96, bursting_neuron standard and slow). One ``.npz`` (+ ``.json`` sidecar) per
 data set, named after the system, its preset and every option that differs from its default
 (e.g. ``lorenz63_observe=x_rho=35.npz``); an existing file is only replaced with ``--force``.
-The written paths are printed. Bad input: one line on stderr and exit code 2, before anything
-is generated; a failed solve or write: one line and exit code 1.
+The written paths are printed. Bad input: one line on stderr and exit code 2 (systems, presets,
+option and parameter names and existing files are checked for all data sets before the first is
+generated; values when each is generated, before it is integrated); a failed solve or write:
+one line and exit code 1.
 """
 
 from __future__ import annotations

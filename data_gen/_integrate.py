@@ -13,8 +13,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from dsr._checks import check_array, check_bool, check_choice, check_int, check_optional_int
-from dsr._checks import check_real
+from dsr._checks import ArgumentTypeError, check_array, check_bool, check_choice, check_int
+from dsr._checks import check_optional_int, check_real
 
 SOLVERS = {"tsit5": diffrax.Tsit5, "dopri5": diffrax.Dopri5, "dopri8": diffrax.Dopri8}
 
@@ -48,7 +48,11 @@ def check_field(name, field, dim, args=None):
     with jax.enable_x64(True):
         x = jax.ShapeDtypeStruct((dim,), jnp.float64)
         t = jax.ShapeDtypeStruct((), jnp.float64)
-        p = jax.tree_util.tree_map(lambda a: jnp.asarray(a, dtype=jnp.float64), args)
+        try:
+            p = jax.tree_util.tree_map(lambda a: jnp.asarray(a, dtype=jnp.float64), args)
+        except (TypeError, ValueError) as e:
+            raise ArgumentTypeError(f"`args` must be a pytree of numbers or arrays; got "
+                                    f"{args!r} ({e}).") from None
         try:
             out = jax.eval_shape(field, t, x, p)
         except Exception as e:

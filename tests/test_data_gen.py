@@ -456,6 +456,8 @@ BAD_LIBRARY = [  # (call, exception, message pattern)
      "`preset`"),
     (lambda: data_gen.trajectories(_field("short"), np.ones((2, 2)), 10, dt=0.1), ValueError,
      "`system` must return"),
+    (lambda: data_gen.trajectories(lambda t, x, a: -x, np.ones((2, 2)), 10, dt=0.1,
+                                   args={"k": "one"}), TypeError, "`args`"),
     (lambda: data_gen.trajectories("lorenz63", np.zeros((2, 3)), np.int64(0)), ValueError,
      "`n_steps`"),
     (lambda: data_gen.initial_conditions("lorenz63", 0), ValueError, "`n`"),
