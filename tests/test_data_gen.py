@@ -1,7 +1,11 @@
-"""Tests of data_gen (paper App. F; SPEC §7). Short lengths; paper-size checks are `slow`."""
+"""Tests of data_gen (Hess, Götz, Durstewitz (2026), arXiv:2605.12683, App. F).
+
+Short lengths; paper-size checks are `slow`.
+"""
 
 import json
 import math
+import time
 
 import jax
 import numpy as np
@@ -125,6 +129,20 @@ def test_atomic_write_and_load_rejects(l63, tmp_path, monkeypatch):
             data_gen.load(tmp_path / bad)
 
 
+def test_files_are_written_by_the_atomic_writer(tmp_path):
+    import os
+
+    ds = data_gen.lds(n_steps=3, n_sequences=2, n_test=1)
+    stale = tmp_path / ".d.npz.tmp-999999999-deadbeef"  # left by a killed writer (no such pid)
+    stale.write_bytes(b"partial")
+    path = ds.save(tmp_path / "d")
+    umask = os.umask(0)
+    os.umask(umask)
+    for p in (path, path.with_suffix(".json")):
+        assert p.stat().st_mode & 0o777 == 0o644 & ~umask
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d.json", "d.npz"]
+
+
 def test_bad_inputs(l63, tmp_path):
     with pytest.raises(ValueError, match="lorenz63.*lorenz96"):
         data_gen.generate("lorenz99")
@@ -157,8 +175,9 @@ def test_cli(tmp_path, capsys):
     assert cli(["lorenz63", "--n-steps", "4000", "--transient", "500", "--no-progress",
                 "--out", str(tmp_path)]) == 0  # fmt: skip
     out = capsys.readouterr().out
-    assert "lorenz63.npz" in out and "lorenz63.json" in out
-    ds = data_gen.load(tmp_path / "lorenz63.npz")
+    stem = "lorenz63_n_steps=4000_transient=500"  # the file name spells out the variant
+    assert f"{stem}.npz" in out and f"{stem}.json" in out
+    ds = data_gen.load(tmp_path / f"{stem}.npz")
     assert ds.train.shape == (4000, 3) and ds.meta["seed"] == 0
     blocker = tmp_path / "file"
     blocker.write_text("")
@@ -269,3 +288,254 @@ def test_from_vector_field():
     assert ds.meta["x0"][0] == [1.0, 0.0] and ds.meta["params"] == {"d": 0.3, "g": 0.5}
     x = ds.destandardize(ds.train)
     np.testing.assert_allclose((x[2:, 0] - x[:-2, 0]) / 0.1, x[1:-1, 1], rtol=0, atol=2e-3)
+
+
+# ----------------------------------------------------------------------------- short-period preset
+
+
+def test_lorenz96_short_period_preset():
+    paper, short = data_gen.LORENZ96_PRESETS["paper"], data_gen.LORENZ96_PRESETS["short_period"]
+    assert short == {**paper, "omega": 2 * math.pi / 7.5} and paper == SYSTEMS["lorenz96"].params
+    assert 2 * math.pi / short["omega"] / SYSTEMS["lorenz96"].dt == pytest.approx(1_500)
+    rng = np.random.default_rng(0)
+    x, t = rng.normal(size=6), rng.uniform(0, 100)
+    f = SYSTEMS["lorenz96"].field
+    np.testing.assert_allclose(f(t, x, short, xp=np), f(t + 7.5, x, short, xp=np), atol=1e-10)
+    np.testing.assert_allclose(f(t, x, short, xp=np) - f(t, x, {**short, "A": 0.0}, xp=np),
+                               12 * np.sin(2 * math.pi * t / 7.5))  # fmt: skip
+    ds = data_gen.generate("lorenz96", preset="short_period", n_steps=15_000, transient=500,
+                           progress=False)  # fmt: skip
+    m = ds.meta
+    assert m["preset"] == "short_period" and m["forcing_period_steps"] == 1_500
+    assert m["params"]["omega"] == short["omega"] and m["params"]["F0"] == 14.0
+    assert 0 <= min(m["t0"]) and max(m["t0"]) < 7.5  # t0 drawn over one forcing period
+    for x in (ds.train, ds.test):  # 10 forcing periods; energy spectrum, Hann window
+        e = (x.astype(np.float64) ** 2).mean(1)
+        power = np.abs(np.fft.rfft((e - e.mean()) * np.hanning(len(e)), 1 << 20)) ** 2
+        freq = np.fft.rfftfreq(1 << 20)
+        k = np.argmax(np.where((freq > 1 / 6_000) & (freq < 1 / 200), power, 0))
+        assert abs(1 / freq[k] / 1_500 - 1) < 0.02
+
+
+# ----------------------------------------------------------------------------- CLI file names
+
+README_COMMANDS = {  # the README's examples and the files they write
+    "paper": ["lorenz63.npz", "lorenz96_paper.npz", "bursting_neuron_standard.npz",
+              "bursting_neuron_slow.npz"],
+    "lorenz96 --n-steps 20000 --seed 1 --noise 0.05": ["lorenz96_paper_n_steps=20000_seed=1.npz"],
+    "lorenz96 --preset short_period": ["lorenz96_short_period.npz"],
+    "bursting_neuron --preset slow --full-state": ["bursting_neuron_slow_full_state.npz"],
+    "lorenz63 --observe x --param rho=35": ["lorenz63_observe=x_rho=35.npz"],
+    "lds --param n_sequences=4096": ["lds_n_sequences=4096.npz"],
+    "lorenz63 --param rho=28 --seed 0 --dtype float32": ["lorenz63.npz"],  # defaults: no suffix
+    "lorenz63 --no-standardize --dtype float64 --param rtol=1e-9":
+        ["lorenz63_no_standardize_dtype=float64_rtol=1e-09.npz"],
+}  # fmt: skip
+
+
+def test_cli_file_names_name_the_variant(tmp_path, capsys):
+    for command, names in README_COMMANDS.items():
+        assert cli(command.split() + ["--out", str(tmp_path), "--dry-run"]) == 0
+        lines = capsys.readouterr().out.splitlines()
+        assert [line.split()[2] for line in lines] == [str(tmp_path / n) for n in names], command
+    assert not any(tmp_path.iterdir())  # a dry run writes nothing
+
+
+def test_cli_refuses_to_overwrite_without_force(tmp_path, capsys):
+    argv = ["lds", "--param", "n_sequences=4", "--param", "n_steps=5", "--out", str(tmp_path)]
+    assert cli(argv) == 0
+    path = tmp_path / "lds_n_sequences=4_n_steps=5.npz"
+    before = path.read_bytes()
+    for extra in ([], ["--seed", "0"]):  # the same variant, spelled differently
+        with pytest.raises(SystemExit) as e:
+            cli(argv + extra)
+        assert e.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and all(str(path) in line and "--force" in line for line in err)
+    assert path.read_bytes() == before
+    assert cli(argv + ["--force"]) == 0 and path.read_bytes() == before  # same seed, same bytes
+    assert cli(argv + ["--seed", "1"]) == 0
+    assert (tmp_path / "lds_n_sequences=4_n_steps=5_seed=1.npz").exists()
+    assert sorted(p.suffix for p in tmp_path.iterdir()) == [".json", ".json", ".npz", ".npz"]
+
+
+# ----------------------------------------------------------------------------- bad input
+
+
+def _field(out):
+    """A vector field of the wrong output shape (or one that needs a missing parameter)."""
+    import jax.numpy as jnp
+
+    return {
+        "short": lambda t, x, p: x[:1],
+        "scalar": lambda t, x, p: jnp.sum(x),
+        "long": lambda t, x, p: jnp.concatenate([x, x]),
+        "missing_param": lambda t, x, p: -p["k"] * x,
+    }[out]
+
+
+def _dataset():
+    return data_gen.lds(n_steps=2, n_sequences=1, n_test=1)
+
+
+BAD_LIBRARY = [  # (call, exception, message pattern)
+    (lambda: data_gen.from_vector_field(_field("short"), [1.0, 0.0], dt=0.1, n_steps=5),
+     ValueError, "`f` must return a real array of the state's shape \\(2,\\)"),
+    (lambda: data_gen.from_vector_field(_field("scalar"), [1.0, 0.0], dt=0.1, n_steps=5),
+     ValueError, "`f` must return"),
+    (lambda: data_gen.from_vector_field(_field("long"), [1.0, 0.0], dt=0.1, n_steps=5),
+     ValueError, "`f` must return"),
+    (lambda: data_gen.from_vector_field(_field("missing_param"), [1.0], dt=0.1, n_steps=5),
+     ValueError, "`f` fails"),
+    (lambda: data_gen.from_vector_field("f", [1.0], dt=0.1, n_steps=5), TypeError, "`f`"),
+    (lambda: data_gen.from_vector_field(_field("short"), np.zeros((3, 2)), dt=0.1, n_steps=5),
+     ValueError, "`x0`"),
+    (lambda: data_gen.from_vector_field(_field("short"), [[[1.0]]], dt=0.1, n_steps=5),
+     ValueError, "`x0`"),
+    (lambda: data_gen.from_vector_field(_field("short"), [np.nan, 0.0], dt=0.1, n_steps=5),
+     ValueError, "`x0`"),
+    (lambda: data_gen.from_vector_field(lambda t, x, p: -x, [1.0], args=[1.0], dt=0.1,
+                                        n_steps=5), TypeError, "`args`"),
+    (lambda: data_gen.from_vector_field(lambda t, x, p: -x, [1.0], args={"k": "1"}, dt=0.1,
+                                        n_steps=5), TypeError, "`k`"),
+    (lambda: data_gen.from_vector_field(lambda t, x, p: -x, [1.0], dt=0.1, n_steps=5,
+                                        variables=["a", "b"]), ValueError, "`variables`"),
+    (lambda: data_gen.from_vector_field(lambda t, x, p: -x, [1.0], dt=0.1, n_steps=5, sigma=1),
+     TypeError, "`sigma`"),
+    (lambda: data_gen.from_vector_field(lambda t, x, p: -x, lambda r: np.zeros((2, 2)),
+                                        dt=0.1, n_steps=5), ValueError, "`x0`"),
+    (lambda: data_gen.from_vector_field(lambda t, x, p: -x, [1.0], dt=0.0, n_steps=5),
+     ValueError, "`dt`"),
+    (lambda: data_gen.lorenz63(dt=-0.01), ValueError, "`dt`"),
+    (lambda: data_gen.lorenz63(noise=-0.1), ValueError, "`noise`"),
+    (lambda: data_gen.lorenz63(n_steps=2.5), TypeError, "`n_steps`"),
+    (lambda: data_gen.lorenz63(n_steps=1e3), TypeError, "`n_steps`"),
+    (lambda: data_gen.lorenz63(n_steps=True), TypeError, "`n_steps`"),
+    (lambda: data_gen.lorenz63(n_steps="100"), TypeError, "`n_steps`"),
+    (lambda: data_gen.lorenz63(seed=True), TypeError, "`seed`"),
+    (lambda: data_gen.lorenz63(seed=-1), ValueError, "`seed`"),
+    (lambda: data_gen.lorenz63(transient=False), TypeError, "`transient`"),
+    (lambda: data_gen.lorenz63(x0=np.zeros(4)), ValueError, "`x0`"),
+    (lambda: data_gen.lorenz63(x0=np.zeros((3, 3))), ValueError, "`x0`"),
+    (lambda: data_gen.lorenz63(t0=[0.0, 1.0, 2.0]), ValueError, "`t0`"),
+    (lambda: data_gen.lorenz63(foo=1), TypeError, "`foo`"),
+    (lambda: data_gen.lorenz63(standardize="no"), TypeError, "`standardize`"),
+    (lambda: data_gen.lorenz63(observe=[0, 0]), ValueError, "`observe`"),
+    (lambda: data_gen.lorenz63(observe=3), ValueError, "`observe`"),
+    (lambda: data_gen.lorenz63(observe=True), TypeError, "`observe`"),
+    (lambda: data_gen.lorenz63(max_steps=0), ValueError, "`max_steps`"),
+    (lambda: data_gen.lorenz63(rtol=0.0), ValueError, "`rtol`"),
+    (lambda: data_gen.lorenz63(progress="yes"), TypeError, "`progress`"),
+    (lambda: data_gen.lorenz63(sigma=True), TypeError, "`sigma`"),
+    (lambda: data_gen.lorenz96(preset="long"), ValueError, "`preset`.*short_period"),
+    (lambda: data_gen.lorenz96(N=3), ValueError, "`N`"),
+    (lambda: data_gen.lorenz96(N=6.0), TypeError, "`N`"),
+    (lambda: data_gen.lorenz96(omega=0.0), ValueError, "`omega`"),
+    (lambda: data_gen.lorenz96(sigma=10.0), TypeError, "`sigma`"),
+    (lambda: data_gen.bursting_neuron(x0="rest"), ValueError, "`x0`"),
+    (lambda: data_gen.bursting_neuron(full_state=1), TypeError, "`full_state`"),
+    (lambda: data_gen.bursting_neuron(tau_h=-math.inf), ValueError, "`tau_h`"),
+    (lambda: data_gen.lds(n_sequences=True), TypeError, "`n_sequences`"),
+    (lambda: data_gen.lds(n_test=0), ValueError, "`n_test`"),
+    (lambda: data_gen.lds(rho=(0.9, 0.5)), ValueError, "`rho`"),
+    (lambda: data_gen.lds(rho=(0.1, 0.2, 0.3)), ValueError, "`rho`"),
+    (lambda: data_gen.lds(C=np.ones((2, 5))), ValueError, "`C`"),
+    (lambda: data_gen.lds(sigma_w=-1.0), ValueError, "`sigma_w`"),
+    (lambda: data_gen.lds(dtype="int32"), TypeError, "`dtype`"),
+    (lambda: data_gen.generate(3), TypeError, "`name`"),
+    (lambda: data_gen.generate("lorenz99"), ValueError, "`name`"),
+    (lambda: data_gen.generate("lorenz63", preset="paper"), TypeError, "`preset`"),
+    (lambda: data_gen.trajectories("lorenz63", np.zeros((2, 4)), 10), ValueError, "`x0s`"),
+    (lambda: data_gen.trajectories("lorenz63", np.zeros((2, 3)), 10, t0=[0.0, 1.0, 2.0]),
+     ValueError, "`t0`"),
+    (lambda: data_gen.trajectories("lorenz63", np.zeros((2, 3)), 10, rho2=1.0), ValueError,
+     "`rho2`"),
+    (lambda: data_gen.trajectories("lorenz63", np.zeros((2, 3)), 10, args={}), TypeError,
+     "`args`"),
+    (lambda: data_gen.trajectories("lorenz96", np.zeros((2, 6)), 10, preset="x"), ValueError,
+     "`preset`"),
+    (lambda: data_gen.trajectories(_field("short"), np.ones((2, 2)), 10, dt=0.1), ValueError,
+     "`system` must return"),
+    (lambda: data_gen.trajectories(lambda t, x, a: -x, np.ones((2, 2)), 10, dt=0.1,
+                                   args={"k": "one"}), TypeError, "`args`"),
+    (lambda: data_gen.trajectories("lorenz63", np.zeros((2, 3)), np.int64(0)), ValueError,
+     "`n_steps`"),
+    (lambda: data_gen.initial_conditions("lorenz63", 0), ValueError, "`n`"),
+    (lambda: data_gen.initial_conditions(_field("short"), 2), TypeError, "`system`"),
+    (lambda: data_gen.integrate(lambda t, x, a: -x, np.zeros(3), np.zeros(1), n_steps=5,
+                                dt=0.1), ValueError, "`x0s`"),
+    (lambda: data_gen.integrate(lambda t, x, a: -x, np.zeros((2, 3)), np.zeros(3), n_steps=5,
+                                dt=0.1), ValueError, "`t0s`"),
+    (lambda: data_gen.integrate(lambda t, x, a: -x, np.zeros((2, 3)), np.zeros(2), n_steps=5,
+                                dt=0.1, solver="euler"), ValueError, "`solver`"),
+    (lambda: data_gen.interburst_gaps(np.zeros((3, 3))), ValueError, "`v`"),
+    (lambda: data_gen.interburst_gaps(np.zeros(9), factor=0.0), ValueError, "`factor`"),
+    (lambda: data_gen.load(3), TypeError, "`path`"),
+    (lambda: _dataset().save(None), TypeError, "`path`"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("call,exc,pattern", BAD_LIBRARY)
+def test_bad_library_input_fails_fast(call, exc, pattern):
+    t = time.perf_counter()
+    with pytest.raises(exc, match=pattern):
+        call()
+    assert time.perf_counter() - t < 1.0
+
+
+BAD_CLI = [  # (arguments, what the one-line error must name)
+    ("lorenz99", "unknown system 'lorenz99'"),
+    ("lorenz63 --n-steps 0", "--n-steps must be an integer ≥ 1"),
+    ("lorenz63 --n-steps 1.5", "argument --n-steps: invalid int value"),
+    ("lorenz63 --seed -1", "--seed must be"),
+    ("lorenz63 --dt -1", "--dt must be"),
+    ("lorenz63 --noise -0.1", "--noise must be"),
+    ("lorenz63 --dtype int32", "--dtype must be"),
+    ("lorenz63 --observe w", "--observe: unknown variable 'w'"),
+    ("lorenz63 --param rho=abc", "--param rho must be a real number"),
+    ("lorenz63 --param foo=1", "--param foo: not a parameter of lorenz63"),
+    ("lorenz63 --param rho", "argument --param: expected KEY=VALUE"),
+    ("lorenz63 --param n_steps=5 --n-steps 4", "--param n_steps: also given as --n-steps"),
+    ("lorenz96 --param N=3", "--param N must be an integer ≥ 4"),
+    ("lorenz96 --preset fast", "--preset: lorenz96 has presets ['paper', 'short_period']"),
+    ("lorenz63 --preset slow", "--preset: none of ['lorenz63'] has presets"),
+    ("paper --preset slow", "--preset does not combine with 'paper'"),
+    ("lorenz63 --full-state", "--full-state applies to bursting_neuron only"),
+    ("lds --dt 0.1", "--dt does not apply to lds"),
+    ("lds --param rho=2,1", "--param rho must be a (low, high) range"),
+    ("lorenz63 --solver euler", "argument --solver: invalid choice"),
+    ("lorenz63 --out {blocker}/sub", "--out: cannot create output folder"),
+    ("lorenz63 --n-steps 5 --out {existing}", "exists; pass --force to overwrite"),
+]
+
+
+@pytest.mark.parametrize("argv,message", BAD_CLI)
+def test_bad_cli_input_is_one_line_exit_2(argv, message, tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    existing = tmp_path / "has"
+    existing.mkdir()
+    (existing / "lorenz63_n_steps=5.json").write_text("{}")
+    args = argv.format(blocker=blocker, existing=existing).split()
+    args = args if "--out" in args else args + ["--out", str(tmp_path / "out")]
+    t = time.perf_counter()
+    with pytest.raises(SystemExit) as e:
+        cli(args)
+    assert time.perf_counter() - t < 1.0 and e.value.code == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and message in err and "Traceback" not in err
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+def test_counts_accept_any_integer_type(l63):
+    again = data_gen.lorenz63(n_steps=np.int64(4000), transient=np.int32(500), seed=np.uint8(0),
+                              progress=False)  # fmt: skip
+    np.testing.assert_array_equal(again.train, l63.train)
+    assert again.meta == l63.meta
+    x0s = data_gen.initial_conditions("lorenz63", np.int64(2), seed=np.int64(5))
+    assert x0s.shape == (2, 3)
+    ds = data_gen.lds(n_steps=np.int64(3), n_sequences=np.int16(2), state_dim=np.int64(2))
+    assert ds.train.shape == (2, 3, 1)
+    meta = data_gen.lorenz96(N=np.int64(6), n_steps=80, transient=20, progress=False).meta
+    assert meta["params"]["N"] == 6 and meta["preset"] == "paper"
+    assert meta["forcing_period_steps"] == 15_000
