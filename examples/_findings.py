@@ -1,0 +1,205 @@
+"""Shared machinery of the paper-findings scripts (fig2_jacobians, fig3a_seq_len,
+fig3b_models): train one ensemble per setting, evaluate every member, write one record per
+member, summarize by median ± MAD, and draw the paper's panel layout.
+
+Every member is reported; a member whose free-running orbit diverges gets D = inf and
+`"diverged": true` (it is counted, never dropped). MAD is the median absolute deviation from
+the median, over all members (inf when more than half diverged).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import time
+import warnings
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import dsr
+from dsr.metrics import rmse_n, state_space_divergence  # noqa: F401 (re-exported)
+
+MODES = ("quick", "cpu", "paper")
+
+
+def parser(name: str, doc: str) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=f"python -m examples.{name}",
+                                description=doc.strip().splitlines()[0])
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--quick", action="store_true", help="a few minutes: checks the pipeline")
+    g.add_argument("--paper", action="store_true", help="the paper's settings (needs a GPU)")
+    p.add_argument("--out", default=os.path.join("results", "findings", name))
+    p.add_argument("--members", type=int, default=None, help="members K per setting")
+    p.add_argument("--steps", type=int, default=None, help="updates per member")
+    p.add_argument("--seed", type=int, default=0)
+    return p
+
+
+def mode(args) -> str:
+    return "quick" if args.quick else "paper" if args.paper else "cpu"
+
+
+def median_mad(values) -> tuple[float, float]:
+    v = np.asarray(values, np.float64)
+    v = np.where(np.isnan(v), np.inf, v)
+    med = float(np.median(v))
+    if not np.isfinite(med):
+        return med, float("inf")
+    return med, float(np.median(np.abs(v - med)))
+
+
+def train(make: Callable, K: int, data, key, **fit_kw) -> dsr.FitResult:
+    """One ensemble of K members `make(k)`, trained in one vmapped `dsr.fit`."""
+    k_init, k_fit = jax.random.split(key)
+    ens = dsr.ensemble(make, K, key=k_init)
+    with warnings.catch_warnings():  # free-run warnings are recorded in the records instead
+        warnings.simplefilter("ignore", UserWarning)
+        return dsr.fit(ens, data, key=k_fit, progress=False, **fit_kw)
+
+
+def generate_members(ens: dsr.Ensemble, context: np.ndarray, n: int):
+    """Free runs of every member `(K, n, N)` and their latents `(K, n, M)` (float64)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        x, z = dsr.generate(ens, n, context=jnp.asarray(context), return_latents=True)
+    return np.asarray(x, np.float64), np.asarray(z, np.float64)
+
+
+def evaluate_member(model, x_gen, test, *, embedding, n_samples, context, key) -> dict:
+    """D_stsp (delay-embedded if `embedding`) of a generated orbit and RMSE(128)."""
+    k1, k2 = jax.random.split(key)
+    diverged = not bool(np.all(np.isfinite(x_gen))) or float(np.abs(x_gen).max()) > 1e3
+    name = "D_stsp_DE" if embedding else "D_stsp"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        d = float("inf") if diverged else float(state_space_divergence(
+            test, x_gen, embedding=embedding, n_samples=n_samples, key=k1).value)
+        rmse = float(rmse_n(model, test, 128, warmup=context, key=k2))
+    return {name: d, "RMSE_128": rmse, "diverged": diverged}
+
+
+def fit_stats(res: dsr.FitResult, i: int) -> dict:
+    """Training statistics of member i."""
+    h = res.history
+    tail = max(1, h["loss"].shape[1] // 10)
+    return {"final_loss": float(np.mean(h["loss"][i, -tail:])),
+            "newton_iters_median": float(np.median(h["newton_iters"][i])),
+            "fallback_frac": float(np.mean(h["fallback"][i])),
+            "skipped_frac": float(np.mean(~h["applied"][i])),
+            "stopped": bool(np.asarray(res.stopped)[i]),
+            "step_s_median": float(np.median(h["wall_time"][1:])),
+            "train_s": float(np.sum(h["wall_time"]))}
+
+
+def summarize(records: list[dict], measures: list[str], key: str = "setting") -> list[dict]:
+    """One row per setting: median, MAD and diverged count of every measure."""
+    rows = []
+    for sys_, s in dict.fromkeys((r["system"], r[key]) for r in records):
+        rs = [r for r in records if r[key] == s and r["system"] == sys_]
+        row = {key: s, "system": sys_, "members": len(rs),
+               "diverged": int(sum(r["diverged"] for r in rs))}
+        for m in measures:
+            row[m], row[m + "_mad"] = median_mad([r[m] for r in rs])
+        rows.append(row)
+    return rows
+
+
+def fmt(v) -> str:
+    if isinstance(v, (bool, np.bool_)):
+        return str(bool(v))
+    if isinstance(v, (float, np.floating)):
+        if not np.isfinite(v):
+            return "inf"
+        return f"{v:.3g}" if abs(v) >= 1e-3 or v == 0 else f"{v:.2e}"
+    return str(v)
+
+
+def table(rows: list[dict], measures: list[str], key: str = "setting") -> str:
+    head = ["system", key, "members", "diverged"] + [f"{m} (median ± MAD)" for m in measures]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        cells = [r["system"], fmt(r[key]), str(r["members"]), str(r["diverged"])]
+        cells += [f"{fmt(r[m])} ± {fmt(r[m + '_mad'])}" for m in measures]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def panel(ax, records: list[dict], measure: str, *, log_x: bool, label: str | None = None,
+          color=None, offset: float = 0.0):
+    """Median ± MAD of `measure` against the setting, members as dots, diverged members as
+    red crosses at the top (the paper's layout)."""
+    settings = list(dict.fromkeys(r["setting"] for r in records))
+    xs = np.arange(len(settings), dtype=float) + offset if not log_x else np.asarray(
+        settings, float) * 2 ** offset
+    top = max([r[measure] for r in records if np.isfinite(r[measure])] or [1.0]) * 1.5
+    for x, s in zip(xs, settings):
+        vals = np.array([r[measure] for r in records if r["setting"] == s], float)
+        fin = vals[np.isfinite(vals)]
+        ax.plot(np.full(len(fin), x), fin, ".", color=color, alpha=0.4, ms=4)
+        ax.plot(np.full(int(np.sum(~np.isfinite(vals))), x), np.full(
+            int(np.sum(~np.isfinite(vals))), top), "x", color="red", ms=7)
+    stats = [median_mad([r[measure] for r in records if r["setting"] == s]) for s in settings]
+    med = np.array([m for m, _ in stats])
+    mad = np.array([d for _, d in stats])
+    ok = np.isfinite(med)
+    ax.errorbar(xs[ok], med[ok], yerr=np.where(np.isfinite(mad[ok]), mad[ok], 0), fmt="o-",
+                color=color, capsize=3, label=label)
+    if log_x:
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(np.asarray(settings, float), [str(s) for s in settings])
+    else:
+        ax.set_xticks(xs, [str(s) for s in settings])
+    ax.set_ylabel(measure.replace("_", " "))
+    return top
+
+
+def write(out: str, name: str, settings: dict, records: list[dict], summary: list[dict],
+          t_start: float) -> str:
+    os.makedirs(out, exist_ok=True)
+    path = os.path.join(out, f"{name}.json")
+    payload = {"settings": settings, "records": records, "summary": summary,
+               "runtime_s": time.perf_counter() - t_start,
+               "environment": {"backend": jax.default_backend(), "device": str(jax.devices()[0]),
+                               "cpu_count": os.cpu_count(), "jax": jax.__version__,
+                               "dsr": dsr.__version__, "platform": platform.platform()}}
+    with open(path, "w") as f:
+        json.dump(payload, f, indent=1, default=_json_default)
+    return path
+
+
+def _json_default(o):
+    if isinstance(o, (np.floating, np.integer, np.bool_)):
+        return o.item()
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    return str(o)
+
+
+def pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def dominant_period(z: np.ndarray, min_period: float) -> tuple[float, float]:
+    """The period (steps) of the strongest spectral peak of `z` (T,) longer than
+    `min_period`, and the fraction of the (detrended) variance in that peak's ±1 bins."""
+    z = np.asarray(z, np.float64) - np.mean(z)
+    if not np.all(np.isfinite(z)) or np.std(z) == 0:
+        return float("nan"), 0.0
+    p = np.abs(np.fft.rfft(z * np.hanning(len(z)))) ** 2
+    f = np.fft.rfftfreq(len(z))
+    band = (f > 0) & (f < 1.0 / min_period)
+    if not band.any():
+        return float("nan"), 0.0
+    i = np.flatnonzero(band)[np.argmax(p[band])]
+    frac = float(p[max(i - 1, 1):i + 2].sum() / p[1:].sum())
+    return float(1.0 / f[i]), frac
