@@ -322,6 +322,8 @@ def test_bad_inputs_name_the_argument(batch):
         icl.one_step_gd(y, float("nan"))
     with pytest.raises(ValueError, match="`setting`"):
         icl.sample_lds(jax.random.key(0), 4, setting="e")
+    with pytest.raises(TypeError, match="`sigma` is not an argument"):
+        icl.optimal_eta_ar1(key=jax.random.key(0), sigma=0.1)
     with pytest.raises(ValueError, match="`rho"):
         icl.sample_lds(jax.random.key(0), 4, rho=(0.9, 0.5))
     with pytest.raises(ValueError, match="`steps`"):

@@ -16,7 +16,7 @@ of preconditioned CG (`krylov_terms`, `pcg_cosine`). See `examples/icl_lds.py`.
 """
 
 from ._attention import LinearSelfAttention as LinearSelfAttention
-from ._kalman import kalman as kalman, kalman_predictions as kalman_predictions
+from ._kalman import kalman as kalman
 from ._pcg import KrylovTerms as KrylovTerms, krylov_terms as krylov_terms
 from ._pcg import pcg_cosine as pcg_cosine
 from ._predictors import MonteCarloEstimate as MonteCarloEstimate

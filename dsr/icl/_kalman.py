@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float
 
-from .._checks import check_array
+from .._checks import check_array, check_bool
 from ._tokens import check_sequences
 
 
@@ -58,15 +58,33 @@ def _system(name, value, shape, B):
     raise ValueError(f"`{name}` must have shape {want}; got {arr.shape}.")
 
 
-def kalman_predictions(
+def kalman(
     y: Float[ArrayLike, "B T"],
     A: Float[ArrayLike, "*B d d"],
     C: Float[ArrayLike, "*B 1 d"],
     Sigma_w: Float[ArrayLike, "*B d d"],
     sigma_v: Float[ArrayLike, "*B"],
-) -> Float[Array, "B T"]:
-    """All one-step Kalman predictions `ŷ_{t|t−1} = E[y_t | y_1 … y_{t−1}]`, t = 1 … T
-    (`ŷ_1 = 0`, the prior mean). Arguments as for `kalman`; returns `(B, T)`."""
+    *,
+    all_steps: bool = False,
+) -> Float[Array, " B"] | Float[Array, "B T"]:
+    """The Kalman one-step predictor with the true system: `ŷ_T = E[y_T | y_1 … y_{T−1}]`.
+
+    **Arguments:**
+
+    - `y`: scalar sequences `(B, T)` (or `(B, T, 1)`); `y_T` is not read.
+    - `A`: `(d, d)`, or `(B, d, d)` for one system per sequence.
+    - `C`: `(1, d)` or `(B, 1, d)` (scalar observations only).
+    - `Sigma_w`: the process covariance, `(d, d)` or `(B, d, d)`.
+    - `sigma_v`: the observation noise standard deviation, a scalar or `(B,)`.
+    - `all_steps`: return every one-step prediction `ŷ_{t|t−1}`, t = 1 … T (`ŷ_1 = 0`,
+      the prior mean), instead of the last.
+
+    The prior is `x_0 ~ N(0, I)` with `y_1 = c x_0 + v_1`, as `data_gen.lds` and
+    `sample_lds` draw it.
+
+    **Returns:** `ŷ_T`, `(B,)`; with `all_steps=True`, `(B, T)`.
+    """
+    all_steps = check_bool("all_steps", all_steps)
     y = check_sequences("y", y, min_len=1)
     B = y.shape[0]
     A = jnp.asarray(check_array("A", A, ndim=(2, 3)))
@@ -86,29 +104,5 @@ def kalman_predictions(
         raise ValueError("`sigma_v` must be ≥ 0 (a standard deviation).")
     dtype = jnp.result_type(y, A, C, Q, r)
     y, A, C, Q, r = (x.astype(dtype) for x in (y, A, C, Q, r))
-    return _batched_filter(y, A, C[:, 0], Q, r**2)
-
-
-def kalman(
-    y: Float[ArrayLike, "B T"],
-    A: Float[ArrayLike, "*B d d"],
-    C: Float[ArrayLike, "*B 1 d"],
-    Sigma_w: Float[ArrayLike, "*B d d"],
-    sigma_v: Float[ArrayLike, "*B"],
-) -> Float[Array, " B"]:
-    """The Kalman one-step predictor with the true system: `ŷ_T = E[y_T | y_1 … y_{T−1}]`.
-
-    **Arguments:**
-
-    - `y`: scalar sequences `(B, T)` (or `(B, T, 1)`); `y_T` is not read.
-    - `A`: `(d, d)`, or `(B, d, d)` for one system per sequence.
-    - `C`: `(1, d)` or `(B, 1, d)` (scalar observations only).
-    - `Sigma_w`: the process covariance, `(d, d)` or `(B, d, d)`.
-    - `sigma_v`: the observation noise standard deviation, a scalar or `(B,)`.
-
-    The prior is `x_0 ~ N(0, I)` with `y_1 = c x_0 + v_1`, as `data_gen.lds` and
-    `sample_lds` draw it.
-
-    **Returns:** `ŷ_T`, `(B,)`.
-    """
-    return kalman_predictions(y, A, C, Sigma_w, sigma_v)[:, -1]
+    preds = _batched_filter(y, A, C[:, 0], Q, r**2)
+    return preds if all_steps else preds[:, -1]

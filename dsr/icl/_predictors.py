@@ -21,9 +21,9 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
 
-from .._checks import check_choice, check_int, check_key, check_real
+from .._checks import ArgumentTypeError, check_choice, check_int, check_key, check_real
 from ._moments import ar1_moments, observation_covariance
-from ._sampling import system_law
+from ._sampling import LAW_ARGUMENTS, system_law
 from ._tokens import check_sequences, check_window, token_matrix
 
 
@@ -96,14 +96,9 @@ def optimal_eta_ar1(
     key: PRNGKeyArray | None = None,
     n_samples: int = 20_000,
     method: str = "isserlis",
-    n_steps: int = 30,
-    state_dim: int = 5,
-    setting: str = "a",
-    rho: tuple[float, float] = (0.5, 0.95),
-    sigma_w: float = 0.1,
-    sigma_v: float = 0.1,
     batch_size: int = 2_000,
     lengths=None,
+    **law,
 ) -> MonteCarloEstimate | list[MonteCarloEstimate]:
     """Theorem 4.1's optimal step size `η* = (T−2) E[y_{T−1} y_T S] / E[y_{T−1}² S²]`,
     `S = Σ_{i=1}^{T−2} y_i y_{i+1}` (Vladarean et al. (2026), Eq. 15), by Monte Carlo.
@@ -121,10 +116,11 @@ def optimal_eta_ar1(
     The standard error is the delta method's, `std(a − η̂ b) / (√N · mean(b))` for the
     per-draw numerators `a` and denominators `b`. Statistics are float64 (NumPy).
 
-    **Arguments:** `y` (optional sequences); `key`, `n_samples` (N), `method`; the law
-    `n_steps` (T), `state_dim`, `setting`, `rho`, `sigma_w`, `sigma_v` (as `sample_lds`);
+    **Arguments:** `y` (optional sequences); `key`, `n_samples` (N), `method`;
     `batch_size`: draws per chunk; `lengths`: optional sequence lengths `3 ≤ T' ≤ T`: then
-    η* is estimated for each (for the prefixes `y_1 … y_{T'}` of the same draws).
+    η* is estimated for each (for the prefixes `y_1 … y_{T'}` of the same draws); `**law`:
+    the law's keywords as for `sample_lds` (`n_steps` = T (default 30), `state_dim`,
+    `setting`, `rho`, `sigma_w`, `sigma_v`).
 
     **Returns:** a `MonteCarloEstimate` (`value` = η̂*, `stderr`, `n_samples`), or a list of
     them, one per entry of `lengths`.
@@ -141,7 +137,11 @@ def optimal_eta_ar1(
         n_samples = check_int("n_samples", n_samples, 2)
         check_choice("method", method, ("isserlis", "plain"))
         batch_size = check_int("batch_size", batch_size, 1)
-        law = system_law(n_steps, state_dim, setting, rho, sigma_w, sigma_v)
+        unknown = sorted(set(law) - set(LAW_ARGUMENTS))
+        if unknown:
+            raise ArgumentTypeError(f"`{unknown[0]}` is not an argument of `optimal_eta_ar1` "
+                                    f"(the law's are {LAW_ARGUMENTS}).")
+        law = system_law(**law)
         lengths = _check_lengths(lengths, law.n_steps)
         parts = []
         for i, start in enumerate(range(0, n_samples, batch_size)):

@@ -39,6 +39,7 @@ from jaxtyping import Array, Float, PRNGKeyArray
 from .._checks import check_choice, check_int, check_key, check_real
 
 SETTINGS = ("a", "b", "c", "d", "lds")
+LAW_ARGUMENTS = ("n_steps", "state_dim", "setting", "rho", "sigma_w", "sigma_v")
 
 
 class LDSBatch(NamedTuple):
@@ -179,8 +180,9 @@ class SystemLaw(NamedTuple):
                             dtype=jnp.dtype(dtype))
 
 
-def system_law(n_steps, state_dim, setting, rho, sigma_w, sigma_v, *, min_steps=3) -> SystemLaw:
-    """Validate the law's parameters (messages name the argument)."""
+def system_law(*, n_steps=30, state_dim=5, setting="a", rho=(0.5, 0.95), sigma_w=0.1,
+               sigma_v=0.1, min_steps=3) -> SystemLaw:
+    """Validate the law's parameters (messages name the argument; defaults as `sample_lds`)."""
     n_steps = check_int("n_steps", n_steps, min_steps)
     state_dim = check_int("state_dim", state_dim, 1)
     check_choice("setting", setting, SETTINGS)
@@ -224,6 +226,7 @@ def sample_lds(
     """
     key = check_key("key", key)
     batch_size = check_int("batch_size", batch_size, 1)
-    law = system_law(n_steps, state_dim, setting, rho, sigma_w, sigma_v, min_steps=1)
+    law = system_law(n_steps=n_steps, state_dim=state_dim, setting=setting, rho=rho,
+                     sigma_w=sigma_w, sigma_v=sigma_v, min_steps=1)
     dtype = jnp.result_type(float) if dtype is None else jnp.dtype(dtype)
     return law.sample(key, batch_size, dtype)

@@ -79,9 +79,7 @@ def train(
     n_steps: int = 30,
     state_dim: int = 5,
     setting: str = "a",
-    rho: tuple[float, float] = (0.5, 0.95),
-    sigma_w: float = 0.1,
-    sigma_v: float = 0.1,
+    rho: tuple[float, float] = (0.5, 0.95), sigma_w: float = 0.1, sigma_v: float = 0.1,
     learning_rate: float = 0.05,
     warmup: int | None = None,
     weight_decay: float = 1e-4,
@@ -116,7 +114,8 @@ def train(
     steps = check_int("steps", steps, 1)
     batch_size = check_int("batch_size", batch_size, 1)
     key = check_key("key", key)
-    law = system_law(n_steps, state_dim, setting, rho, sigma_w, sigma_v)
+    law = system_law(n_steps=n_steps, state_dim=state_dim, setting=setting, rho=rho,
+                     sigma_w=sigma_w, sigma_v=sigma_v)
     check_window(model.s, law.n_steps)
     learning_rate = check_real("learning_rate", learning_rate, 0.0, lo_open=True)
     warmup = steps // 20 if warmup is None else check_int("warmup", warmup, 0, steps)
