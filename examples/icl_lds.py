@@ -93,6 +93,7 @@ def run_window(s, steps, batch, key, test, cfg, eta_star, kalman_pred) -> dict:
 
 
 def _heat(ax, w, title, pattern=False):
+    w = np.asarray(w, float)
     if pattern:
         ax.imshow(w, cmap="Greys", vmin=0, vmax=1.6)
     else:
@@ -110,9 +111,9 @@ def plot(runs, path):
     for row, r in zip(np.atleast_2d(axes), runs):
         s, fam = r["s"], r["family"]
         pq, pv = icl.predicted_pattern(s, family=fam)
-        _heat(row[0], r["w_qk"], f"AR({s}) learned W_QK (off/on {r['structure_ratio']:.3f})")
+        _heat(row[0], r["w_qk"], f"AR({s}): W_QK, off/on {r['structure_ratio']:.3f}")
         _heat(row[1], pq, f"Lemma 4.1 pattern (family {fam})", pattern=True)
-        _heat(row[2], r["w_v"], "learned W_V")
+        _heat(row[2], r["w_v"], f"AR({s}): W_V")
         _heat(row[3], pv, "Lemma 4.1 pattern", pattern=True)
         c = r["mse_vs_T"]
         for k, style in (("attention", "o-"), ("gd", "s--"), ("ols", "^:"), ("kalman", "k-")):

@@ -22,6 +22,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float
 
+from .._checks import ArgumentTypeError
 from ._attention import LinearSelfAttention
 from ._tokens import check_sequences, check_window, token_matrix
 
@@ -62,6 +63,9 @@ def krylov_terms(model: LinearSelfAttention, y: Float[ArrayLike, "B T"]) -> Kryl
     """The decomposition `w = P H q + ξ₁ P g + ξ₂ p` of the model's in-context weight for each
     sequence of `y` `(B, T)`, with the two-step PCG direction `P H P g` (see the module notes).
     """
+    if not isinstance(model, LinearSelfAttention):
+        raise ArgumentTypeError(
+            f"`model` must be a LinearSelfAttention; got {type(model).__name__}.")
     y = check_sequences("y", y)
     check_window(model.s, y.shape[1])
     tokens = token_matrix(y.astype(jnp.result_type(y, model.w_qk)), model.s)

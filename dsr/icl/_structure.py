@@ -27,9 +27,11 @@ Training from a random initialization lands in either; `family_of` tells which.
 
 from __future__ import annotations
 
+import equinox as eqx
+import jax.numpy as jnp
 import numpy as np
 
-from .._checks import check_choice, check_int
+from .._checks import ArgumentTypeError, check_choice, check_int
 from ._attention import LinearSelfAttention
 
 FAMILIES = (0, 1)
@@ -66,7 +68,8 @@ def relevant_entries(s: int) -> tuple[np.ndarray, np.ndarray]:
 
 def _weights(model):
     if not isinstance(model, LinearSelfAttention):
-        raise TypeError(f"`model` must be a LinearSelfAttention; got {type(model).__name__}.")
+        raise ArgumentTypeError(
+            f"`model` must be a LinearSelfAttention; got {type(model).__name__}.")
     return np.asarray(model.w_qk, np.float64), np.asarray(model.w_v, np.float64)
 
 
@@ -102,9 +105,6 @@ def structure_ratio(model: LinearSelfAttention, *, family: int | None = None) ->
 def project(model: LinearSelfAttention, *, family: int | None = None) -> LinearSelfAttention:
     """`model` with every entry outside `predicted_pattern(s, family=family)` set to zero
     (`family` defaults to `family_of(model)`)."""
-    import equinox as eqx
-    import jax.numpy as jnp
-
     family = family_of(model) if family is None else check_choice("family", family, FAMILIES)
     pq, pv = predicted_pattern(model.s, family=family)
     return eqx.tree_at(lambda m: (m.w_qk, m.w_v), model,

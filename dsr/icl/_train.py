@@ -14,7 +14,7 @@ import numpy as np
 import optax
 from jaxtyping import PRNGKeyArray
 
-from .._checks import check_bool, check_choice, check_int, check_key, check_real
+from .._checks import ArgumentTypeError, check_bool, check_choice, check_int, check_key, check_real
 from ._attention import FORMS, LinearSelfAttention, predict_tokens
 from ._sampling import SystemLaw, system_law
 from ._tokens import check_window, token_matrix
@@ -110,7 +110,8 @@ def train(
     **Returns:** a `TrainResult` (`model`, per-step `loss`, `settings`, `train_s`).
     """
     if not isinstance(model, LinearSelfAttention):
-        raise TypeError(f"`model` must be a LinearSelfAttention; got {type(model).__name__}.")
+        raise ArgumentTypeError(
+            f"`model` must be a LinearSelfAttention; got {type(model).__name__}.")
     steps = check_int("steps", steps, 1)
     batch_size = check_int("batch_size", batch_size, 1)
     key = check_key("key", key)
