@@ -12,6 +12,7 @@ The public surface is everything imported here. Where it lives:
   checksummed file format); evaluation in `dsr/metrics/`.
 """
 
+from . import icl as icl
 from . import metrics as metrics
 from ._alpha import estimate_alpha as estimate_alpha
 from ._alpha import AbstractAlpha as AbstractAlpha, AdaptiveAlpha as AdaptiveAlpha
