@@ -99,15 +99,12 @@ def differences(stored: dict, current: dict) -> list[str]:
 def check_compatible(path: str, header: dict, expected: dict) -> None:
     """The model (class, hyper-parameters, array shapes), the member count, the dtype and
     the data (`expected`: what the trainer would write) must be the checkpoint's."""
-    problems = []
-    if header.get("model") is not None and expected["model"] is not None and \
-            header["model"] != expected["model"]:
-        problems.append(f"model: checkpoint {header['model']}, call {expected['model']}")
-    if header.get("structure") != expected["structure"]:
+    problems = _model_differences(header.get("model"), expected["model"])
+    if not problems and header.get("structure") != expected["structure"]:
         problems.append(_structure_difference(header.get("structure"), expected["structure"]))
     for k in MODEL_SETTINGS:
         a, b = header.get("settings", {}).get(k), expected["settings"][k]
-        if a != b:
+        if a != b and not any(p.startswith(f"{k}:") for p in problems):
             problems.append(f"{k}: checkpoint {a!r}, call {b!r}")
     if header.get("data_sha256") != expected["data_sha256"]:
         problems.append("data: the training data (or inputs) differ from the checkpoint's "
@@ -115,6 +112,22 @@ def check_compatible(path: str, header: dict, expected: dict) -> None:
     if problems:
         raise ValueError(f"`resume`: {path!r} belongs to another run — " + "; ".join(problems)
                          + ". Pass the model and data it was trained with.")
+
+
+def _model_differences(stored, current) -> list[str]:
+    """`"name: checkpoint X, call Y"` for the class, each hyper-parameter and the members."""
+    if not isinstance(stored, dict) or not isinstance(current, dict):
+        return []  # a model class without a header description: the structure decides
+    if stored.get("class") != current.get("class"):
+        return [f"model class: checkpoint {stored.get('class')}, call {current.get('class')}"]
+    hs, hc = stored.get("hyperparameters", {}), current.get("hyperparameters", {})
+    out = [f"{k}: checkpoint {hs.get(k)!r}, call {hc.get(k)!r}"
+           for k in sorted(set(hs) | set(hc)) if hs.get(k) != hc.get(k)]
+    if stored.get("members") != current.get("members"):
+        what = lambda m: "a single model" if m is None else f"an ensemble of {m}"  # noqa: E731
+        out.append(f"members: checkpoint {what(stored.get('members'))}, call "
+                   f"{what(current.get('members'))}")
+    return out
 
 
 def _structure_difference(stored, current) -> str:

@@ -116,8 +116,10 @@ def _check_counts(steps, seq_len, batch_size, warmup, checkpoint_every, max_fail
 
 
 def _check_model(model):
+    """The model whose static fields (dimensions, class) and dtype describe the call: a
+    member's are the stacked model's, so no array is indexed."""
     if isinstance(model, Ensemble):
-        return model[0]
+        return model.stacked
     if not isinstance(model, AbstractModel):
         raise ArgumentTypeError(f"`model` must be a dsr model or Ensemble; got "
                                 f"{type(model).__name__}.")

@@ -42,7 +42,7 @@ def model_spec(model) -> dict | None:
     """The structure of a model or an ensemble as JSON, or None if its class cannot be
     rebuilt from a header (e.g. `TTTModel`)."""
     members = model.n_members if isinstance(model, Ensemble) else None
-    one = model[0] if isinstance(model, Ensemble) else model
+    one = model.stacked if isinstance(model, Ensemble) else model  # same static fields
     try:
         spec = hyperparameters(one)
     except TypeError:
