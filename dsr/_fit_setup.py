@@ -18,7 +18,7 @@ from ._alpha import AbstractAlpha, as_alpha
 from ._checkpoint import (check_compatible, differences, read_header, stored_arguments,
                           structure)
 from ._checks import (ArgumentTypeError, check_bool, check_choice, check_int, check_key,
-                      check_optional_int, check_real)
+                      check_optional_int, check_path, check_real)
 from ._config import describe_optimizer, to_config
 from ._ensemble import Ensemble, as_stack
 from ._io import read_kind
@@ -128,9 +128,8 @@ def _check_model(model):
 
 def _check_files(checkpoint, resume, resume_settings):
     check_choice("resume_settings", resume_settings, RESUME_SETTINGS)
-    for name, path in (("checkpoint", checkpoint), ("resume", resume)):
-        if path is not None and not isinstance(path, (str, os.PathLike)):
-            raise ArgumentTypeError(f"`{name}` must be a file path; got {path!r}.")
+    checkpoint, resume = (None if p is None else check_path(name, p)
+                          for name, p in (("checkpoint", checkpoint), ("resume", resume)))
     if resume is not None and not os.path.isfile(resume):
         what = "is a folder" if os.path.isdir(resume) else "does not exist"
         raise ValueError(f"`resume`: {os.fspath(resume)!r} {what}; give a checkpoint file.")
@@ -140,7 +139,7 @@ def _check_files(checkpoint, resume, resume_settings):
     if os.path.isdir(path):
         raise ValueError(f"`checkpoint`: {path!r} is a folder; give a file name, e.g. "
                          f"{os.path.join(path, 'fit.ckpt')!r}.")
-    if os.path.exists(path) and read_kind(path) != "checkpoint":
+    if path != resume and os.path.exists(path) and read_kind(path) != "checkpoint":
         raise ValueError(f"`checkpoint`: {path!r} exists and is not a dsr checkpoint; "
                          "refusing to overwrite it (delete it or choose another file name).")
     folder = os.path.dirname(os.path.abspath(path))

@@ -118,32 +118,37 @@ class History:
     def restore(cls, path: str, fields, n_members: int, record: dict) -> History:
         """The history a checkpoint covers (`record`: what `flush` returned), verified; the
         file is cut to it so later appends continue it."""
-        h = cls(fields, n_members)
-        head = h._header()
-        try:
-            size, digest = int(record["bytes"]), str(record["sha256"])
-            rows, evals = int(record["rows"]), int(record["evals"])
-        except (KeyError, TypeError, ValueError):
-            raise FileFormatError(f"{path!r}: the checkpoint's history record is damaged.") \
-                from None
+        size = _record_field(path, record, "bytes", int)
         try:
             with open(path, "rb") as f:
-                got_head = f.readline(_HEAD_MAX)
+                head = f.readline(_HEAD_MAX)
                 body = f.read(size)
         except OSError as e:
             raise FileFormatError(f"{path!r}: the checkpoint's history file cannot be read "
                                   f"({e.strerror}).") from None
-        if got_head != head or len(body) != size:
+        h = cls.verified(path, head, body, fields, n_members, record)
+        with open(path, "r+b") as f:
+            f.truncate(len(head) + size)
+        return h
+
+    @classmethod
+    def verified(cls, path: str, head: bytes, body: bytes, fields, n_members: int,
+                 record: dict) -> History:
+        """The history from the header line and records read from `path`, checked against a
+        checkpoint's `record`."""
+        h = cls(fields, n_members)
+        size, digest = (_record_field(path, record, k, t) for k, t in (("bytes", int),
+                                                                       ("sha256", str)))
+        if head != h._header() or len(body) != size:
             raise FileFormatError(f"{path!r}: the history file does not match its checkpoint "
                                   f"(expected {size} bytes of records of {h.fields}).")
         if hashlib.sha256(body).hexdigest() != digest:
             raise FileFormatError(f"{path!r}: history checksum mismatch (the file is damaged).")
         h._parse(path, body)
+        rows, evals = (_record_field(path, record, k, int) for k in ("rows", "evals"))
         if (len(h.rows), len(h.evals)) != (rows, evals):
             raise FileFormatError(f"{path!r}: {len(h.rows)} rows and {len(h.evals)} results "
                                   f"in the history; the checkpoint expects {rows} and {evals}.")
-        with open(path, "r+b") as f:
-            f.truncate(len(head) + size)
         h._saved = (len(h._records), size, hashlib.sha256(body))
         return h
 
@@ -185,3 +190,11 @@ class History:
             out[name] = col[0] if squeeze or name == "wall_time" else col
         out["eval"] = list(self.evals)
         return out
+
+
+def _record_field(path, record, key, kind):
+    try:
+        return kind(record[key])
+    except (KeyError, TypeError, ValueError):
+        raise FileFormatError(f"{path!r}: the checkpoint's history record is damaged.") \
+            from None

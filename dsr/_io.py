@@ -137,7 +137,6 @@ def write_container(path: str | os.PathLike, kind: str, header: dict, payload: b
 def read_container(path: str | os.PathLike, kinds: Iterable[str]) -> tuple[dict, bytes]:
     """Read and verify a container; `kinds`: the kinds the caller accepts."""
     path = os.fspath(path)
-    kinds = tuple(kinds)
     if os.path.isdir(path):
         raise FileFormatError(f"{path!r} is a folder, not a dsr file.")
     try:
@@ -147,6 +146,12 @@ def read_container(path: str | os.PathLike, kinds: Iterable[str]) -> tuple[dict,
         raise FileFormatError(f"{path!r}: no such file.") from None
     except OSError as e:
         raise FileFormatError(f"{path!r} cannot be read: {e.strerror}.") from None
+    return decode_container(path, data, kinds)
+
+
+def decode_container(path: str, data: bytes, kinds: Iterable[str]) -> tuple[dict, bytes]:
+    """Verify and split the bytes of a container read from `path` (named in errors)."""
+    kinds = tuple(kinds)
     header, payload = _decode(path, data)
     if header.get("kind") not in kinds:
         raise FileFormatError(_wrong_kind(path, header.get("kind"), kinds))

@@ -324,3 +324,253 @@ def test_resume_settings_call_warns_and_user_optimizer_is_not_restored(base, tmp
     header["settings"]["optimizer"] = {"kind": "user", "type": "GradientTransformation"}
     _io.write_container(ck, "checkpoint", header, payload)
     _raises_fast("user optimizer", resume=ck, resume_settings="checkpoint", seq_len=20)
+
+
+# ---------------------------------------------------------------------------- bad inputs
+
+
+@pytest.fixture(scope="module")
+def ctx(tmp_path_factory, base):
+    """Objects and files the bad inputs refer to (built before the timed calls)."""
+    folder = tmp_path_factory.mktemp("bad")
+    m = make_model()
+    dsr.save(folder / "model.eqx", m)
+    (folder / "random.bin").write_bytes(np.random.default_rng(0).bytes(500))
+    (folder / "empty.bin").write_bytes(b"")
+    (folder / "short.eqx").write_bytes((folder / "model.eqx").read_bytes()[:-10])
+    np.savez(folder / "data.npz", x=X)
+    nan = X.copy()
+    nan[5, 1] = np.nan
+    import data_gen.__main__  # noqa: F401 (imported before the timed calls)
+
+    return dict(m=m, m2=make_model(2), lssm=dsr.LSSM(3, 3, 8, key=jax.random.key(0), dtype=np.float64),
+                ens=dsr.Ensemble.from_members([m, m]), folder=folder, ckpt=base, nan=nan,
+                key=jax.random.key(0))
+
+
+def _fit(c, **kw):
+    model = kw.pop("model", c["m"])
+    return dsr.fit(model, kw.pop("data", X), kw.pop("alpha", ALPHA), **{**FIT_KW, "steps": 0,
+                                                                        **kw})
+
+
+def _gtf(c, **kw):
+    return dsr.gtf_forward(kw.pop("model", c["m"]), kw.pop("x", X[:10]), kw.pop("alpha", 0.1),
+                           **kw)
+
+
+def _gen(c, **kw):
+    return dsr.generate(kw.pop("model", c["m"]), kw.pop("n_steps", 5), **kw)
+
+
+def _cli(*argv):
+    """`python -m data_gen ARGV` in this process; its usage error as a ValueError."""
+    import contextlib
+    import io
+
+    from data_gen.__main__ import main
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        try:
+            main(list(argv))
+        except SystemExit as e:
+            if e.code == 2:
+                raise ValueError(err.getvalue()) from None
+            raise
+
+
+def _metric(name, *args, **kw):
+    return getattr(dsr.metrics, name)(*args, **kw)
+
+
+F, T, ANY = dsr.FileFormatError, TypeError, (TypeError, ValueError)
+K = jax.random.key(0)
+SH = lambda *a, **kw: dsr.ShPLRNN(*a, **{"key": K, **kw})  # noqa: E731
+BAD = {  # id: (call, exception, what the message names)
+    # fit
+    "fit-alpha-None": (lambda c: _fit(c, alpha=None), ANY, "`alpha`"),
+    "fit-alpha-str": (lambda c: _fit(c, alpha="big"), ANY, "`alpha`"),
+    "fit-alpha-1.5": (lambda c: _fit(c, alpha=1.5), ANY, "`alpha`"),
+    "fit-alpha-nan": (lambda c: _fit(c, alpha=float("nan")), ANY, "`alpha`"),
+    "fit-alpha-bool": (lambda c: _fit(c, alpha=True), ANY, "`alpha`"),
+    "fit-key-0": (lambda c: _fit(c, key=0), ANY, "`key`"),
+    "fit-key-str": (lambda c: _fit(c, key="seed"), ANY, "`key`"),
+    "fit-key-array": (lambda c: _fit(c, key=jax.random.split(K, 2)), ANY, "`key`"),
+    "fit-steps-bool": (lambda c: _fit(c, steps=True), ANY, "`steps`"),
+    "fit-steps-neg": (lambda c: _fit(c, steps=-1), ANY, "`steps`"),
+    "fit-steps-float": (lambda c: _fit(c, steps=2.5), ANY, "`steps`"),
+    "fit-steps-str": (lambda c: _fit(c, steps="10"), ANY, "`steps`"),
+    "fit-seq_len-0": (lambda c: _fit(c, seq_len=0), ANY, "`seq_len`"),
+    "fit-seq_len-npfloat": (lambda c: _fit(c, seq_len=np.float64(16)), ANY, "`seq_len`"),
+    "fit-batch-0": (lambda c: _fit(c, batch_size=0), ANY, "`batch_size`"),
+    "fit-batch-bool": (lambda c: _fit(c, batch_size=True), ANY, "`batch_size`"),
+    "fit-warmup-big": (lambda c: _fit(c, warmup=16), ANY, "`warmup`"),
+    "fit-lr-0": (lambda c: _fit(c, learning_rate=0.0), ANY, "`learning_rate`"),
+    "fit-lr-nan": (lambda c: _fit(c, learning_rate=float("nan")), ANY, "`learning_rate`"),
+    "fit-lr-str": (lambda c: _fit(c, learning_rate="1e-3"), ANY, "`learning_rate`"),
+    "fit-optimizer-str": (lambda c: _fit(c, optimizer="adam"), ANY, "`optimizer`"),
+    "fit-solver-name": (lambda c: _fit(c, solver="fast"), ANY, "`solver`"),
+    "fit-solver-int": (lambda c: _fit(c, solver=3), ANY, "`solver`"),
+    "fit-regularization": (lambda c: _fit(c, regularization="l2"), ANY, "`regularization`"),
+    "fit-checkpoint-folder": (lambda c: _fit(c, checkpoint=c["folder"]), ANY, "`checkpoint`"),
+    "fit-checkpoint-int": (lambda c: _fit(c, checkpoint=3), ANY, "`checkpoint`"),
+    "fit-checkpoint-datafile": (lambda c: _fit(c, checkpoint=c["folder"] / "data.npz"), ANY,
+                                "`checkpoint`.*refusing"),
+    "fit-resume-missing": (lambda c: _fit(c, resume=c["folder"] / "nope"), ANY, "`resume`"),
+    "fit-resume-folder": (lambda c: _fit(c, resume=c["folder"]), ANY, "`resume`"),
+    "fit-resume-model": (lambda c: _fit(c, resume=c["folder"] / "model.eqx"), F,
+                         "saved by dsr.save"),
+    "fit-resume-random": (lambda c: _fit(c, resume=c["folder"] / "random.bin"), F,
+                          "not a dsr file"),
+    "fit-resume_settings": (lambda c: _fit(c, resume_settings="always"), ANY,
+                            "`resume_settings`"),
+    "fit-resume-other-shape": (lambda c: _fit(c, model=c["m2"], resume=c["ckpt"],
+                                              steps=STEPS), ANY, "latent_dim"),
+    "fit-callback": (lambda c: _fit(c, callback=3), ANY, "`callback`"),
+    "fit-eval_every-0": (lambda c: _fit(c, eval_every=0), ANY, "`eval_every`"),
+    "fit-checkpoint_every-0": (lambda c: _fit(c, checkpoint_every=0), ANY,
+                               "`checkpoint_every`"),
+    "fit-max_failures-0": (lambda c: _fit(c, max_failures=0), ANY, "`max_failures`"),
+    "fit-alpha_every-0": (lambda c: _fit(c, alpha="adaptive", alpha_every=0), ANY,
+                          "`alpha_every`"),
+    "fit-alpha_gamma": (lambda c: _fit(c, alpha="adaptive", alpha_gamma=1.5), ANY,
+                        "`alpha_gamma`"),
+    "fit-data-nan": (lambda c: _fit(c, data=c["nan"]), ANY, "`data`.*non-finite"),
+    "fit-data-short": (lambda c: _fit(c, data=X[:10]), ANY, "`data` is too short"),
+    "fit-data-dims": (lambda c: _fit(c, data=X[:, :2]), ANY, "`data` has 2 dimensions"),
+    "fit-data-1d": (lambda c: _fit(c, data=X[:, 0]), ANY, "`data`"),
+    "fit-data-str": (lambda c: _fit(c, data=[["a", "b", "c"]] * 40), ANY, "`data`"),
+    "fit-data-empty": (lambda c: _fit(c, data=[]), ANY, "`data`"),
+    "fit-inputs-unused": (lambda c: _fit(c, inputs=X), ANY, "`inputs`"),
+    "fit-progress": (lambda c: _fit(c, progress="yes"), ANY, "`progress`"),
+    "fit-devices": (lambda c: _fit(c, devices=[]), ANY, "`devices`"),
+    "fit-monitor_every": (lambda c: _fit(c, monitor_every=-1), ANY, "`monitor_every`"),
+    "fit-model": (lambda c: _fit(c, model="rnn"), ANY, "`model`"),
+    # gtf_forward
+    "gtf-alpha-None": (lambda c: _gtf(c, alpha=None), ANY, "`alpha`"),
+    "gtf-alpha-2": (lambda c: _gtf(c, alpha=2.0), ANY, "`alpha`"),
+    "gtf-x-1d": (lambda c: _gtf(c, x=X[:10, 0]), ANY, "`x`"),
+    "gtf-x-str": (lambda c: _gtf(c, x="abc"), ANY, "`x`"),
+    "gtf-x-nan": (lambda c: _gtf(c, x=c["nan"][:10]), ANY, "`x`"),
+    "gtf-x-dims": (lambda c: _gtf(c, x=X[:10, :2]), ANY, "`x`"),
+    "gtf-warmup-bool": (lambda c: _gtf(c, warmup=True), ANY, "`warmup`"),
+    "gtf-warmup-big": (lambda c: _gtf(c, warmup=9), ANY, "`warmup`"),
+    "gtf-solver-str": (lambda c: _gtf(c, solver="deer"), ANY, "`solver`"),
+    "gtf-model-lssm": (lambda c: _gtf(c, model=c["lssm"]), ANY, "`model`"),
+    "gtf-inputs-unused": (lambda c: _gtf(c, inputs=X[:10]), ANY, "`inputs`"),
+    # model constructors
+    "shplrnn-bool-dim": (lambda c: dsr.ShPLRNN(True, 3, 64, key=K), ANY, "`obs_dim`"),
+    "shplrnn-latent-0": (lambda c: SH(3, 0, 8), ANY, "`latent_dim`"),
+    "shplrnn-hidden-float": (lambda c: SH(3, 3, 8.0), ANY, "`hidden_dim`"),
+    "shplrnn-kappa-1": (lambda c: SH(3, 3, 8, kappa=1.0), ANY, "`kappa`"),
+    "shplrnn-kappa-0": (lambda c: SH(3, 3, 8, kappa=0), ANY, "`kappa`"),
+    "shplrnn-key-0": (lambda c: dsr.ShPLRNN(3, 3, 8, key=0), ANY, "`key`"),
+    "shplrnn-rank-0": (lambda c: SH(3, 3, 8, rank=0), ANY, "`rank`"),
+    "shplrnn-inputs-neg": (lambda c: SH(3, 3, 8, input_dim=-1), ANY, "`input_dim`"),
+    "shplrnn-dtype-int": (lambda c: SH(3, 3, 8, dtype=np.int32), ANY, "dtype"),
+    "clipped-bool-dim": (lambda c: dsr.ClippedShPLRNN(3, 3, True, key=K), ANY, "`hidden_dim`"),
+    "lssm-kappa-1": (lambda c: dsr.LSSM(3, 3, 8, key=K, kappa=1.0), ANY, "`kappa`"),
+    "lssm-latent-npfloat": (lambda c: dsr.LSSM(3, np.float32(3), 8, key=K), ANY,
+                            "`latent_dim`"),
+    "lssm-key-str": (lambda c: dsr.LSSM(3, 3, 8, key="k"), ANY, "`key`"),
+    # generate
+    "gen-z0-nan": (lambda c: _gen(c, z0=np.full(3, np.nan)), ANY, "`z0`"),
+    "gen-z0-shape": (lambda c: _gen(c, z0=np.zeros(4)), ANY, "`z0`"),
+    "gen-z0-str": (lambda c: _gen(c, z0="abc"), ANY, "`z0`"),
+    "gen-both": (lambda c: _gen(c, z0=np.zeros(3), context=X[:5]), ANY, "`context`.*`z0`"),
+    "gen-neither": (lambda c: _gen(c), ANY, "`context`.*`z0`"),
+    "gen-n-0": (lambda c: _gen(c, n_steps=0, z0=np.zeros(3)), ANY, "`n_steps`"),
+    "gen-n-bool": (lambda c: _gen(c, n_steps=True, z0=np.zeros(3)), ANY, "`n_steps`"),
+    "gen-inputs-unused": (lambda c: _gen(c, z0=np.zeros(3), inputs=np.zeros((5, 1))), ANY,
+                          "`inputs`"),
+    "gen-context-dims": (lambda c: _gen(c, context=X[:5, :2]), ANY, "`context`"),
+    "gen-context-nan": (lambda c: _gen(c, context=c["nan"][:10]), ANY, "`context`"),
+    "gen-return_latents": (lambda c: _gen(c, z0=np.zeros(3), return_latents="yes"), ANY,
+                           "`return_latents`"),
+    "gen-model": (lambda c: _gen(c, model=3, z0=np.zeros(3)), ANY, "`model`"),
+    # save / load
+    "load-random": (lambda c: dsr.load(c["folder"] / "random.bin"), F, "not a dsr file"),
+    "load-empty": (lambda c: dsr.load(c["folder"] / "empty.bin"), F, "is empty"),
+    "load-truncated": (lambda c: dsr.load(c["folder"] / "short.eqx"), F, "truncated"),
+    "load-checkpoint": (lambda c: dsr.load(c["ckpt"]), F, "training checkpoint"),
+    "load-folder": (lambda c: dsr.load(c["folder"]), F, "folder"),
+    "load-missing": (lambda c: dsr.load(c["folder"] / "missing.eqx"), F, "no such file"),
+    "load-npz": (lambda c: dsr.load(c["folder"] / "data.npz"), F, "not a dsr file"),
+    "load-path-int": (lambda c: dsr.load(3), ANY, "`path`"),
+    "save-folder": (lambda c: dsr.save(c["folder"], c["m"]), ANY, "`path`"),
+    "save-model": (lambda c: dsr.save(c["folder"] / "x.eqx", 3), ANY, "`model`"),
+    "save-extra": (lambda c: dsr.save(c["folder"] / "x.eqx", c["m"], extra={"a": object()}),
+                   ANY, "`extra`"),
+    # ensembles
+    "ensemble-n-bool": (lambda c: dsr.ensemble(lambda k: c["m"], True, key=K), ANY, "`n`"),
+    "ensemble-n-0": (lambda c: dsr.ensemble(lambda k: c["m"], 0, key=K), ANY, "`n`"),
+    "ensemble-key-0": (lambda c: dsr.ensemble(lambda k: c["m"], 2, key=0), ANY, "`key`"),
+    "ensemble-make-3": (lambda c: dsr.ensemble(3, 2, key=K), ANY, "`make_model`"),
+    "ensemble-returns-int": (lambda c: dsr.ensemble(lambda k: 3, 2, key=K), ANY,
+                             "`make_model`"),
+    "Ensemble-axis": (lambda c: dsr.Ensemble(c["m"], 2), ANY, "leading member axis"),
+    "Ensemble-empty": (lambda c: dsr.Ensemble.from_members([]), ANY, "`models`"),
+    "Ensemble-index-float": (lambda c: c["ens"][1.0], ANY, "index"),
+    # data_gen: library and command line (validated before integrating)
+    "datagen-n_steps-bool": (lambda c: __import__("data_gen").lorenz63(n_steps=True), ANY,
+                             "`n_steps`"),
+    "datagen-n_steps-neg": (lambda c: __import__("data_gen").lorenz63(n_steps=-5), ANY,
+                            "`n_steps`"),
+    "datagen-dt": (lambda c: __import__("data_gen").lorenz63(n_steps=100, dt=-0.01), ANY,
+                   "`dt`"),
+    "datagen-name": (lambda c: __import__("data_gen").generate("nosuch"), ANY, "`name`"),
+    "datagen-noise": (lambda c: __import__("data_gen").lorenz63(n_steps=100, noise=-1.0), ANY,
+                      "`noise`"),
+    "cli-system": (lambda c: _cli("nosuch", "--out", str(c["folder"])), ANY, "unknown system"),
+    "cli-n-steps": (lambda c: _cli("lorenz63", "--out", str(c["folder"]), "--n-steps", "-3"),
+                    ANY, "--n-steps"),
+    "cli-dt": (lambda c: _cli("lorenz63", "--out", str(c["folder"]), "--dt", "0"), ANY, "--dt"),
+    "cli-param": (lambda c: _cli("lorenz63", "--out", str(c["folder"]), "--param", "rho"), ANY,
+                  "--param"),
+    # metrics (where they validate already)
+    "metric-embed-m-0": (lambda c: _metric("delay_embed", X, 0, 1), ANY, "`m`"),
+    "metric-embed-m-float": (lambda c: _metric("delay_embed", X, 2.5, 1), ANY, "`m`"),
+    "metric-dstsp-nan": (lambda c: _metric("state_space_divergence", c["nan"], X, key=K), ANY,
+                         "`x_true`"),
+    "metric-dstsp-n-0": (lambda c: _metric("state_space_divergence", X, X, n_samples=0, key=K),
+                         ANY, "`n_samples`"),
+    "metric-psd-dims": (lambda c: _metric("power_spectrum_distance", X, X[:, :2]), ANY,
+                        "`x_gen`"),
+    "metric-psd-str": (lambda c: _metric("power_spectrum_distance", "abc", X), ANY, "`x_true`"),
+    "metric-lyap-dt": (lambda c: _metric("model_lyapunov_spectrum", c["m"], np.zeros(3), 10,
+                                         dt=-1.0), ANY, "`dt`"),
+    "metric-lyap-n-0": (lambda c: _metric("model_lyapunov_spectrum", c["m"], np.zeros(3), 0),
+                        ANY, "`n_steps`"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD))
+def test_bad_input_is_rejected_early_naming_the_argument(ctx, name):
+    call, exc, names = BAD[name]
+    t = time.perf_counter()
+    with pytest.raises(exc, match=names):
+        call(ctx)
+    assert time.perf_counter() - t < 1.0  # checked up front, nothing compiled
+
+
+def test_enough_bad_inputs():
+    assert len(BAD) >= 60
+
+
+def test_integer_types_accepted_and_bools_rejected(ctx):
+    i64 = np.int64
+    res = _fit(ctx, steps=i64(0), seq_len=i64(16), batch_size=i64(2), checkpoint_every=i64(3),
+               eval_every=i64(2), max_failures=i64(5), monitor_every=i64(0))
+    assert res.history["loss"].shape == (0,)
+    f64 = np.float64  # the shapes and dtype of the models built already: nothing compiles
+    assert dsr.ShPLRNN(i64(3), i64(3), np.int32(8), key=K, input_dim=i64(0), dtype=f64) \
+        .latent_dim == 3
+    assert dsr.LSSM(i64(3), i64(3), i64(8), key=K, dtype=f64).hidden_dim == 8
+    z_float = dsr.generate(ctx["m"], i64(4), z0=np.zeros(3))
+    z_int = dsr.generate(ctx["m"], 4, z0=np.zeros(3, np.int64))  # converted to the model's
+    np.testing.assert_array_equal(z_float, z_int)
+    assert len(dsr.ensemble(lambda k: ctx["m"], i64(2), key=K)) == 2
+    np.testing.assert_array_equal(ctx["ens"][i64(1)].B, ctx["m"].B)
+    with pytest.raises(TypeError, match="`steps`"):
+        _fit(ctx, steps=np.bool_(True))
