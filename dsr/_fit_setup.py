@@ -15,8 +15,7 @@ import numpy as np
 import optax
 
 from ._alpha import AbstractAlpha, as_alpha
-from ._checkpoint import (check_compatible, differences, read_header, stored_arguments,
-                          structure)
+from ._checkpoint import check_compatible, differences, read_header, stored_arguments, structure
 from ._checks import (ArgumentTypeError, check_bool, check_choice, check_int, check_key,
                       check_optional_int, check_path, check_real)
 from ._config import describe_optimizer, to_config
@@ -139,9 +138,13 @@ def _check_files(checkpoint, resume, resume_settings):
     if os.path.isdir(path):
         raise ValueError(f"`checkpoint`: {path!r} is a folder; give a file name, e.g. "
                          f"{os.path.join(path, 'fit.ckpt')!r}.")
-    if path != resume and os.path.exists(path) and read_kind(path) != "checkpoint":
-        raise ValueError(f"`checkpoint`: {path!r} exists and is not a dsr checkpoint; "
-                         "refusing to overwrite it (delete it or choose another file name).")
+    if path != resume and os.path.exists(path):
+        if read_kind(path) != "checkpoint":
+            raise ValueError(f"`checkpoint`: {path!r} exists and is not a dsr checkpoint; "
+                             "refusing to overwrite it (delete it or choose another file name).")
+        warnings.warn(f"`checkpoint`: {path!r} holds the checkpoint of an earlier run, which "
+                      f"this run overwrites (pass resume={path!r} to continue that run).",
+                      stacklevel=5)
     folder = os.path.dirname(os.path.abspath(path))
     try:
         os.makedirs(folder, exist_ok=True)

@@ -32,9 +32,9 @@ class History:
         self.rows: list[np.ndarray] = []
         self.evals: list[tuple[int, dict]] = []
         self._records: list[bytes] = []  # every row and eval, encoded, in order
-        # (records in the file, their bytes, SHA-256 of them): one tuple, so an interrupt
-        # never splits it
-        self._saved = (0, 0, hashlib.sha256())
+        # (the file, records in it, their bytes, SHA-256 of them): one tuple, so an
+        # interrupt never splits it
+        self._saved = (None, 0, 0, hashlib.sha256())
 
     @property
     def row_bytes(self) -> int:
@@ -76,9 +76,12 @@ class History:
                 "members": self.n_members}
         return (json.dumps(head) + "\n").encode()
 
-    def _saved_prefix(self, total: int) -> tuple:
-        """`_saved`, cut back to the first `total` records."""
-        n, size, digest = self._saved
+    def _saved_prefix(self, path: str, total: int) -> tuple:
+        """`_saved` for the file `path` (nothing saved if it is another file), cut back to
+        the first `total` records."""
+        file, n, size, digest = self._saved
+        if file != os.path.abspath(path):
+            return 0, 0, hashlib.sha256()
         if n > total:  # records were dropped after being saved: rehash
             n = total
             body = b"".join(self._records[:n])
@@ -90,7 +93,7 @@ class History:
         what was saved before; cutting off whatever a killed write left), fsync, and return
         what a checkpoint records: `{"bytes", "sha256", "rows", "evals"}`."""
         total = self._complete()
-        n, size, digest = self._saved_prefix(total)
+        n, size, digest = self._saved_prefix(path, total)
         head = self._header()
         created = not os.path.exists(path)
         with os.fdopen(os.open(path, os.O_RDWR | os.O_CREAT, 0o644), "r+b") as f:
@@ -110,7 +113,7 @@ class History:
             fsync_folder(os.path.dirname(os.path.abspath(path)))
         digest = digest.copy()
         digest.update(body)
-        self._saved = (total, size + len(body), digest)
+        self._saved = (os.path.abspath(path), total, size + len(body), digest)
         return {"bytes": size + len(body), "sha256": digest.hexdigest(), "rows": len(self.rows),
                 "evals": len(self.evals)}
 
@@ -149,7 +152,7 @@ class History:
         if (len(h.rows), len(h.evals)) != (rows, evals):
             raise FileFormatError(f"{path!r}: {len(h.rows)} rows and {len(h.evals)} results "
                                   f"in the history; the checkpoint expects {rows} and {evals}.")
-        h._saved = (len(h._records), size, hashlib.sha256(body))
+        h._saved = (os.path.abspath(path), len(h._records), size, hashlib.sha256(body))
         return h
 
     def _parse(self, path: str, body: bytes) -> None:

@@ -2,8 +2,8 @@
 
 **Writer** (`atomic_write`): the bytes go to a temporary file in the target's folder
 (created with mode 0644, so the umask applies as for any new file), are flushed and
-`fsync`ed, and replace the target by `os.replace`; then the folder is `fsync`ed, so after a crash the target is either
-the old or the new file, never a mix. Temporary files left by a killed writer (their
+`fsync`ed, and replace the target by `os.replace`; then the folder is `fsync`ed, so after a
+crash the target is either the old or the new file, never a mix. Temporary files left by a killed writer (their
 process is gone) are removed the next time the same target is written.
 
 **Container** (`write_container` / `read_container`), used for models, ensembles and

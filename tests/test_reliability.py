@@ -57,13 +57,17 @@ def reference():
     return arrays(fit())
 
 
-@pytest.fixture(scope="module")
-def base(tmp_path_factory):
+def make_base(folder):
     """A checkpoint of the run at step STEPS - 1 (saved on an interrupt)."""
-    ck = tmp_path_factory.mktemp("base") / "run.ckpt"
+    ck = folder / "run.ckpt"
     res = fit(checkpoint=ck, checkpoint_every=1, callback=stop_at(STEPS - 1), eval_every=1)
     assert res.interrupted and _checkpoint.read_header(ck)[0]["step"] == STEPS - 1
     return ck
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory):
+    return make_base(tmp_path_factory.mktemp("base"))
 
 
 def copy_checkpoint(ck, folder):
@@ -78,6 +82,19 @@ def test_resume_equals_uninterrupted(reference, base, tmp_path):
     res = fit(resume=ck, checkpoint=ck)
     assert_same(arrays(res), reference)
     assert res.history["loss"].shape == (STEPS,) and not temporaries(tmp_path)
+
+
+def test_resume_into_another_checkpoint_file(reference, base, tmp_path):
+    # the target holds another run's checkpoint whose history has the same header and size
+    # but other rows: it is rewritten, not appended to
+    a = copy_checkpoint(base, tmp_path / "a")
+    b = copy_checkpoint(base, tmp_path / "b")
+    hist = bytearray(open(_checkpoint.history_path(b), "rb").read())
+    hist[-3] ^= 0xFF
+    open(_checkpoint.history_path(b), "wb").write(bytes(hist))
+    with pytest.warns(UserWarning, match="holds the checkpoint of an earlier run"):
+        dsr.fit(make_model(), X, ALPHA, **{**FIT_KW, "steps": STEPS}, resume=a, checkpoint=b)
+    assert_same(arrays(fit(resume=b, checkpoint=b)), reference)
 
 
 # ----------------------------------------------------------------- interrupts at every point
@@ -260,7 +277,9 @@ def kill_and_resume(folder, n_kills, steps, cache, seed):
 
 def test_killed_fit_resumes_bit_exactly(reference, jax_cache, tmp_path):
     got, stats = kill_and_resume(tmp_path, 3, STEPS, jax_cache, seed=0)
+    print("fault test:", stats)
     assert_same(got, reference)
+    assert stats["lives"] == 4
 
 
 @pytest.mark.slow
@@ -282,13 +301,11 @@ def _raises_fast(match, **kw):
     assert time.perf_counter() - t < 1.0
 
 
-def test_resume_checks_before_compiling(base):
+def test_resume_checks_before_compiling(base, ctx):
     # another model shape / class / ensemble: caught from the header, in well under a second
-    _raises_fast("latent_dim: checkpoint 3, call 4", model=make_model(4), resume=base)
-    lssm = dsr.LSSM(3, 3, 8, key=jax.random.key(0), dtype=np.float64)
-    _raises_fast("model class: checkpoint ShPLRNN, call LSSM", model=lssm, resume=base)
-    ens = dsr.ensemble(lambda k: make_model(), 2, key=jax.random.key(0))
-    _raises_fast("members: checkpoint a single model, call an ensemble of 2", model=ens,
+    _raises_fast("latent_dim: checkpoint 3, call 2", model=ctx["m2"], resume=base)
+    _raises_fast("model class: checkpoint ShPLRNN, call LSSM", model=ctx["lssm"], resume=base)
+    _raises_fast("members: checkpoint a single model, call an ensemble of 2", model=ctx["ens"],
                  resume=base)
     _raises_fast("data: the training data", x=X * 1.0001, resume=base)
     # every differing setting is listed
@@ -343,7 +360,8 @@ def ctx(tmp_path_factory, base):
     nan[5, 1] = np.nan
     import data_gen.__main__  # noqa: F401 (imported before the timed calls)
 
-    return dict(m=m, m2=make_model(2), lssm=dsr.LSSM(3, 3, 8, key=jax.random.key(0), dtype=np.float64),
+    lssm = dsr.LSSM(3, 3, 8, key=jax.random.key(0), dtype=np.float64)
+    return dict(m=m, m2=make_model(2), lssm=lssm,
                 ens=dsr.Ensemble.from_members([m, m]), folder=folder, ckpt=base, nan=nan,
                 key=jax.random.key(0))
 
