@@ -103,11 +103,14 @@ class Trainer:
         o = self.plan.options
         if o["callback"] is not None and o["eval_every"] and done % o["eval_every"] == 0:
             out = o["callback"](done, self.current_model())
-            if out is not None and not isinstance(out, dict):
+            try:
+                if out is not None and not isinstance(out, dict):
+                    raise TypeError
+                if out:
+                    self.history.add_eval(done, out)  # converts the values first
+            except (TypeError, ValueError):
                 raise TypeError(f"`callback` must return a dict of numbers or None; got "
-                                f"{type(out).__name__} at step {done}.")
-            if out:
-                self.history.add_eval(done, out)
+                                f"{out!r:.80} at step {done}.") from None
         if o["checkpoint"] is not None and done % o["checkpoint_every"] == 0:
             self.save()
         every = o["monitor_every"]

@@ -320,6 +320,16 @@ def test_resume_checks_before_compiling(base, ctx):
                      resume_settings=mode)
 
 
+def test_callback_results_are_checked_and_kept_across_a_resume(base, tmp_path):
+    with pytest.raises(TypeError, match="`callback` must return a dict of numbers"):
+        fit(steps=STEPS, callback=lambda step, m: {"x": "high"}, eval_every=1)
+    ck = copy_checkpoint(base, tmp_path)
+    res = fit(resume=ck, checkpoint=ck, callback=lambda step, m: {"step": step}, eval_every=1)
+    assert res.history["eval"] == [(STEPS, {"step": float(STEPS)})]
+    again = fit(resume=ck)  # the result was saved in the history file
+    assert again.history["eval"] == res.history["eval"]
+
+
 def test_resume_settings_checkpoint_restores_the_stored_settings(reference, base, tmp_path):
     ck = copy_checkpoint(base, tmp_path)
     stored = _checkpoint.read_header(ck)[0]["settings"]
