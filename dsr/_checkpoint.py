@@ -1,30 +1,84 @@
 """Training checkpoints: the whole `TrainState` in one checksummed file, the history beside it.
 
-A checkpoint's header holds the model's structure, the data's SHA-256, every setting that
-changes the result, the step, and the extent and checksum of the history file
-(`<checkpoint>.history`, see `_history.py`). `resume` reads the header first — before
-anything is compiled — and says which settings differ from the call.
+A checkpoint's header holds the model's structure (class, hyper-parameters and the shape of
+every array), the data's SHA-256, every setting that changes the result, the step, and the
+extent and checksum of the history file (`<checkpoint>.history`, see `_history.py`). `fit`
+reads the header first — before anything is compiled — and says what differs from the call
+(`check_resume`).
 """
 
 from __future__ import annotations
 
 import os
 
+import equinox as eqx
+import jax
+import numpy as np
+
+from ._alpha import AdaptiveAlpha, ConstantAlpha
+from ._config import from_config
 from ._history import History
 from ._io import FileFormatError, read_container, write_container
+from ._regularization import Regularization
 from ._serialization import deserialize, serialize
+from ._solver import DEER, Sequential
+
+_ALPHAS = {c.__name__: c for c in (ConstantAlpha, AdaptiveAlpha)}
+_SOLVERS = {c.__name__: c for c in (DEER, Sequential)}
+_REGULARIZATIONS = {"Regularization": Regularization}
+
+#: Settings that describe the model, not the run: they cannot be taken from a checkpoint.
+MODEL_SETTINGS = ("members", "dtype")
 
 
 def history_path(path: str) -> str:
     return os.fspath(path) + ".history"
 
 
+def structure(model, lead: int | None = None) -> list[str]:
+    """The class and the dtype and shape of every array of a stacked model, as text
+    (`lead`: the member axis to prepend, for a model that is not stacked)."""
+    extra = [] if lead is None else [lead]
+    leaves = jax.tree_util.tree_leaves_with_path(model)
+    arrays = [f"{jax.tree_util.keystr(k)}: {v.dtype}{extra + list(v.shape)}" for k, v in leaves
+              if eqx.is_array(v)]
+    return [type(model).__name__] + arrays
+
+
+def stored_arguments(path: str, stored: dict, call_optimizer, call_settings: dict) -> dict:
+    """The `fit` arguments that reproduce a checkpoint's stored settings. The default
+    optimizer is rebuilt from its learning rate and steps; a user's optimizer cannot be read
+    back from a file, so it must be the call's (of the same type)."""
+    opt = stored.get("optimizer") or {}
+    if opt.get("kind") == "default":
+        optimizer = None
+    elif opt == call_settings.get("optimizer"):
+        optimizer = call_optimizer
+    else:
+        raise ValueError(f"`resume_settings='checkpoint'`: {path!r} was trained with a user "
+                         f"optimizer ({opt.get('type')}), which cannot be restored from a file; "
+                         "pass that optimizer as `optimizer=` (and resume_settings='call' for "
+                         "any other difference).")
+    try:
+        return dict(
+            alpha=from_config(stored["alpha"], _ALPHAS), alpha_every=None, alpha_gamma=None,
+            solver=from_config(stored["solver"], _SOLVERS),
+            regularization=from_config(stored["regularization"], _REGULARIZATIONS),
+            optimizer=optimizer, learning_rate=float(stored["learning_rate"]),
+            key=jax.random.wrap_key_data(np.asarray(stored["key"], np.uint32),
+                                         impl=stored["key_impl"]),
+            **{k: int(stored[k]) for k in ("steps", "seq_len", "batch_size", "warmup",
+                                           "max_failures")})
+    except (KeyError, TypeError, ValueError) as e:
+        raise ValueError(f"`resume_settings='checkpoint'`: the settings stored in {path!r} "
+                         f"cannot be restored ({type(e).__name__}: {e}).") from None
+
+
 def save_checkpoint(path: str, state, history: History, header: dict) -> None:
-    """Append the new history rows, then write the state atomically (in this order, so a
-    checkpoint never points at rows that are not on disk)."""
-    rows, digest = history.flush(history_path(path))
-    head = dict(header, step=int(state.step), eval=history.evals,
-                history={"rows": rows, "sha256": digest, "fields": list(history.fields)})
+    """Append the new history records, then write the state atomically (in this order, so a
+    checkpoint never points at records that are not on disk)."""
+    record = history.flush(history_path(path))
+    head = dict(header, step=int(state.step), history=dict(record, fields=list(history.fields)))
     write_container(path, "checkpoint", head, serialize(state))
 
 
@@ -42,31 +96,59 @@ def differences(stored: dict, current: dict) -> list[str]:
     return out
 
 
-def check_compatible(path: str, header: dict, spec, data_sha256: str, members: int) -> None:
-    """The model structure and the data must be those of the checkpoint."""
-    problems = []
-    if spec is not None and header.get("model") is not None and header["model"] != spec:
-        problems.append(f"model: checkpoint {header['model']}, call {spec}")
-    if header.get("members") != members:
-        problems.append(f"members: checkpoint {header.get('members')}, call {members}")
-    if header.get("data_sha256") != data_sha256:
-        problems.append("data: the training data differ from the checkpoint's "
+def check_compatible(path: str, header: dict, expected: dict) -> None:
+    """The model (class, hyper-parameters, array shapes), the member count, the dtype and
+    the data (`expected`: what the trainer would write) must be the checkpoint's."""
+    problems = _model_differences(header.get("model"), expected["model"])
+    if not problems and header.get("structure") != expected["structure"]:
+        problems.append(_structure_difference(header.get("structure"), expected["structure"]))
+    for k in MODEL_SETTINGS:
+        a, b = header.get("settings", {}).get(k), expected["settings"][k]
+        if a != b and not any(p.startswith(f"{k}:") for p in problems):
+            problems.append(f"{k}: checkpoint {a!r}, call {b!r}")
+    if header.get("data_sha256") != expected["data_sha256"]:
+        problems.append("data: the training data (or inputs) differ from the checkpoint's "
                         "(SHA-256 mismatch)")
     if problems:
-        raise ValueError(f"`resume`: {path!r} belongs to another run: " + "; ".join(problems))
+        raise ValueError(f"`resume`: {path!r} belongs to another run — " + "; ".join(problems)
+                         + ". Pass the model and data it was trained with.")
+
+
+def _model_differences(stored, current) -> list[str]:
+    """`"name: checkpoint X, call Y"` for the class, each hyper-parameter and the members."""
+    if not isinstance(stored, dict) or not isinstance(current, dict):
+        return []  # a model class without a header description: the structure decides
+    if stored.get("class") != current.get("class"):
+        return [f"model class: checkpoint {stored.get('class')}, call {current.get('class')}"]
+    hs, hc = stored.get("hyperparameters", {}), current.get("hyperparameters", {})
+    out = [f"{k}: checkpoint {hs.get(k)!r}, call {hc.get(k)!r}"
+           for k in sorted(set(hs) | set(hc)) if hs.get(k) != hc.get(k)]
+    if stored.get("members") != current.get("members"):
+        what = lambda m: "a single model" if m is None else f"an ensemble of {m}"  # noqa: E731
+        out.append(f"members: checkpoint {what(stored.get('members'))}, call "
+                   f"{what(current.get('members'))}")
+    return out
+
+
+def _structure_difference(stored, current) -> str:
+    if not isinstance(stored, list) or not stored:
+        return "model arrays: the checkpoint does not record them"
+    if stored[0] != current[0]:
+        return f"model class: checkpoint {stored[0]}, call {current[0]}"
+    diff = [f"{a} vs {b}" for a, b in zip(stored[1:], current[1:]) if a != b]
+    if len(stored) != len(current):
+        diff.append(f"{len(stored) - 1} arrays vs {len(current) - 1}")
+    return "model arrays (checkpoint vs call): " + ", ".join(diff[:4])
 
 
 def restore(path: str, header: dict, payload: bytes, like_state, n_members: int):
     """`(state, history)` from a verified checkpoint; `like_state` gives the structure."""
     state = deserialize(payload, like_state, path)
-    h = header.get("history") or {}
-    try:
-        history = History.restore(history_path(path), tuple(h["fields"]), n_members,
-                                  int(h["rows"]), h["sha256"])
-    except KeyError:
-        raise FileFormatError(f"{path!r}: the header has no history record.") from None
-    if len(history) != int(header["step"]):
-        raise FileFormatError(f"{path!r}: {len(history)} history rows for step "
-                              f"{header['step']}.")
-    history.evals = [(int(s), dict(d)) for s, d in header.get("eval", [])]
+    h = header.get("history")
+    if not isinstance(h, dict) or not isinstance(h.get("fields"), list):
+        raise FileFormatError(f"{path!r}: the header has no history record.")
+    history = History.restore(history_path(path), tuple(h["fields"]), n_members, h)
+    if len(history) != int(header["step"]) or int(state.step) != int(header["step"]):
+        raise FileFormatError(f"{path!r}: {len(history)} history rows and a state at step "
+                              f"{int(state.step)} for step {header['step']}.")
     return state, history

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 from collections.abc import Sequence
 
 import jax
@@ -132,6 +133,17 @@ def check_array(name: str, value, *, ndim: int | Sequence[int] | None = None,
     if finite and not isinstance(arr, jax.core.Tracer) and not bool(np.all(np.isfinite(arr))):
         raise ValueError(f"`{name}` contains non-finite values (NaN or inf).")
     return arr
+
+
+def check_path(name: str, value) -> str:
+    """A file path (`str` or `os.PathLike`), as a `str`."""
+    if not isinstance(value, (str, os.PathLike)):
+        raise ArgumentTypeError(f"`{name}` must be a file path (str or os.PathLike); got "
+                                f"{_got(value)}.")
+    path = os.fspath(value)
+    if not isinstance(path, str) or not path:
+        raise ValueError(f"`{name}` must be a non-empty file path; got {_got(value)}.")
+    return path
 
 
 def check_float_dtype(name: str, value) -> None:

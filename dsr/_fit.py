@@ -79,7 +79,8 @@ def _show(bar, row, done, steps):
 
 
 def _loop(trainer: Trainer, bar) -> bool:
-    """Train to the end; returns whether it was interrupted."""
+    """Train to the end and save the final checkpoint; returns whether it was interrupted
+    (Ctrl-C / SIGTERM at any point, the final save included, saves the state reached)."""
     steps, K = trainer.plan.steps, trainer.plan.n_members
     try:
         while int(trainer.state.step) < steps:
@@ -91,6 +92,8 @@ def _loop(trainer: Trainer, bar) -> bool:
             trainer.after_step(done)
             if bar is not None:
                 _show(bar, row, done, steps)
+        if steps > 0:
+            trainer.save()
     except KeyboardInterrupt:
         done = int(trainer.state.step)
         trainer.save()
@@ -176,9 +179,15 @@ def fit(
       inputs aligned with `data`; `key`: PRNG key (same key ⇒ same run).
     - `progress`: tqdm bar (loss, or median loss and the worst member; α; Newton iterations).
     - `checkpoint`: file, written every `checkpoint_every` updates, at the end and on
-      Ctrl-C / SIGTERM. `resume`: a checkpoint to continue from — bit-exactly, if model,
-      data and settings are the checkpoint's; `resume_settings`: `"check"` (differences are
-      an error), `"checkpoint"` or `"call"` (continue anyway, with a warning).
+      Ctrl-C / SIGTERM (its history goes to `<checkpoint>.history`); an existing file that is
+      not a dsr checkpoint is never overwritten. `resume`: a checkpoint to continue from —
+      bit-exactly, if model, data and settings are the checkpoint's. The model, the data
+      and `steps` ≥ the checkpoint's step are checked before anything is compiled; for the
+      other settings `resume_settings` says what happens when they differ: `"check"` (an
+      error listing the differences), `"checkpoint"` (continue with the stored settings —
+      `alpha`, `steps`, `seq_len`, `batch_size`, `warmup`, `learning_rate`, solver,
+      regularization, `max_failures`, `key` and the default optimizer; a user's optimizer
+      must be passed again) or `"call"` (continue with this call's, with a warning).
     - `callback(step, model) -> dict` every `eval_every` updates (kept in `history["eval"]`).
     - `max_failures`: after this many consecutive batches whose parallel solve failed (each
       re-solved sequentially), α rises by the strategy's `failure_step`.
@@ -207,8 +216,6 @@ def fit(
     try:
         with interrupt_on_sigterm():
             interrupted = _loop(trainer, bar)
-            if not interrupted and trainer.plan.steps > 0:
-                trainer.save()
     finally:
         if bar is not None:
             bar.close()

@@ -7,6 +7,7 @@ import dataclasses
 import functools
 import hashlib
 import os
+import warnings
 from typing import Any
 
 import jax
@@ -14,10 +15,12 @@ import numpy as np
 import optax
 
 from ._alpha import AbstractAlpha, as_alpha
-from ._checks import (ArgumentTypeError, check_choice, check_int, check_key,
-                      check_optional_int, check_real)
+from ._checkpoint import check_compatible, differences, read_header, stored_arguments, structure
+from ._checks import (ArgumentTypeError, check_bool, check_choice, check_int, check_key,
+                      check_optional_int, check_path, check_real)
 from ._config import describe_optimizer, to_config
 from ._ensemble import Ensemble, as_stack
+from ._io import read_kind
 from ._regularization import Regularization
 from ._serialization import model_spec
 from ._sharding import Placement, resolve_devices
@@ -69,7 +72,10 @@ def as_series(name: str, data, obs_dim: int, dtype) -> list[np.ndarray]:
 def fingerprint(series, inputs) -> str:
     """SHA-256 of the training data (shapes, dtype and values) and inputs."""
     h = hashlib.sha256()
-    for a in list(series) + list(inputs or []):
+    for a in list(series) + [None] + list(inputs or []):
+        if a is None:  # the data end, the inputs begin
+            h.update(b"|inputs|")
+            continue
         h.update(f"{a.shape}{a.dtype}".encode())
         h.update(a.tobytes())
     return h.hexdigest()
@@ -89,8 +95,7 @@ class Plan:
     key_impl: str
     placement: Placement
     settings: dict
-    spec: dict | None
-    data_sha256: str
+    expected: dict  # model spec, structure, data SHA-256, settings: a checkpoint's header
     series: list
     options: dict
 
@@ -110,8 +115,10 @@ def _check_counts(steps, seq_len, batch_size, warmup, checkpoint_every, max_fail
 
 
 def _check_model(model):
+    """The model whose static fields (dimensions, class) and dtype describe the call: a
+    member's are the stacked model's, so no array is indexed."""
     if isinstance(model, Ensemble):
-        return model[0]
+        return model.stacked
     if not isinstance(model, AbstractModel):
         raise ArgumentTypeError(f"`model` must be a dsr model or Ensemble; got "
                                 f"{type(model).__name__}.")
@@ -120,21 +127,32 @@ def _check_model(model):
 
 def _check_files(checkpoint, resume, resume_settings):
     check_choice("resume_settings", resume_settings, RESUME_SETTINGS)
-    for name, path in (("checkpoint", checkpoint), ("resume", resume)):
-        if path is not None and not isinstance(path, (str, os.PathLike)):
-            raise ArgumentTypeError(f"`{name}` must be a file path; got {path!r}.")
+    checkpoint, resume = (None if p is None else check_path(name, p)
+                          for name, p in (("checkpoint", checkpoint), ("resume", resume)))
     if resume is not None and not os.path.isfile(resume):
         what = "is a folder" if os.path.isdir(resume) else "does not exist"
         raise ValueError(f"`resume`: {os.fspath(resume)!r} {what}; give a checkpoint file.")
-    if checkpoint is not None:
-        path = os.fspath(checkpoint)
-        if os.path.isdir(path):
-            raise ValueError(f"`checkpoint`: {path!r} is a folder; give a file name, e.g. "
-                             f"{os.path.join(path, 'fit.ckpt')!r}.")
-        folder = os.path.dirname(os.path.abspath(path))
+    if checkpoint is None:
+        return
+    path = os.fspath(checkpoint)
+    if os.path.isdir(path):
+        raise ValueError(f"`checkpoint`: {path!r} is a folder; give a file name, e.g. "
+                         f"{os.path.join(path, 'fit.ckpt')!r}.")
+    if path != resume and os.path.exists(path):
+        if read_kind(path) != "checkpoint":
+            raise ValueError(f"`checkpoint`: {path!r} exists and is not a dsr checkpoint; "
+                             "refusing to overwrite it (delete it or choose another file name).")
+        warnings.warn(f"`checkpoint`: {path!r} holds the checkpoint of an earlier run, which "
+                      f"this run overwrites (pass resume={path!r} to continue that run).",
+                      stacklevel=5)
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
         os.makedirs(folder, exist_ok=True)
-        if not os.access(folder, os.W_OK):
-            raise ValueError(f"`checkpoint`: folder {folder!r} is not writable.")
+    except OSError as e:
+        raise ValueError(f"`checkpoint`: cannot create folder {folder!r} ({e.strerror}).") \
+            from None
+    if not os.access(folder, os.W_OK):
+        raise ValueError(f"`checkpoint`: folder {folder!r} is not writable.")
 
 
 def _data(one, data, inputs, dtype, seq_len):
@@ -168,43 +186,117 @@ def _strategies(one, alpha, alpha_every, alpha_gamma, solver, regularization):
     return strategy, solver_obj
 
 
-def make_plan(model, data, alpha, *, steps, seq_len, batch_size, warmup, learning_rate,
-              optimizer, solver, regularization, inputs, key, checkpoint, checkpoint_every,
-              resume, resume_settings, eval_every, alpha_every, alpha_gamma, max_failures,
-              devices, monitor_every, callback, progress) -> Plan:
-    """Validate every argument of `fit` (nothing is compiled yet) and build its plan."""
+@dataclasses.dataclass
+class Call:
+    """The validated arguments of a `fit` call that decide its result (nothing compiled)."""
+
+    one: AbstractModel
+    counts: dict
+    learning_rate: float
+    key: jax.Array
+    strategy: AbstractAlpha
+    solver: Any
+    regularization: Regularization | None
+    optimizer: optax.GradientTransformation
+    series: list
+    inputs: list | None
+    settings: dict
+    expected: dict  # what a checkpoint of this call records: model, structure, data, settings
+
+
+def _validate(model, data, alpha, kw) -> Call:
+    """Validate every argument of `fit`; cheap (NumPy and argument checks only)."""
     one = _check_model(model)
-    n = _check_counts(steps, seq_len, batch_size, warmup, checkpoint_every, max_failures,
-                      eval_every, monitor_every)
-    lr = check_real("learning_rate", learning_rate, 0.0, lo_open=True)
-    key = check_key("key", jax.random.key(0) if key is None else key)
-    if callback is not None and not callable(callback):
-        raise ArgumentTypeError(f"`callback` must be callable; got {callback!r}.")
-    strategy, solver_obj = _strategies(one, alpha, alpha_every, alpha_gamma, solver,
-                                       regularization)
-    _check_files(checkpoint, resume, resume_settings)
-    dtype = parameter_dtype(one)
-    series, inp = _data(one, data, inputs, dtype, n["seq_len"])
-    stacked, K, is_ens = as_stack(model)
-    placement = Placement(K, resolve_devices(devices))
-    opt = default_optimizer(lr, n["steps"]) if optimizer is None else optimizer
-    cfg = StepConfig(solver_obj, regularization, opt, strategy, n["batch_size"], n["warmup"],
-                     n["max_failures"], isinstance(one, AbstractGTFModel))
+    n = _check_counts(kw["steps"], kw["seq_len"], kw["batch_size"], kw["warmup"],
+                      kw["checkpoint_every"], kw["max_failures"], kw["eval_every"],
+                      kw["monitor_every"])
+    lr = check_real("learning_rate", kw["learning_rate"], 0.0, lo_open=True)
+    key = check_key("key", jax.random.key(0) if kw["key"] is None else kw["key"])
     if not jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key):  # a raw uint32[2] key
         key = jax.random.wrap_key_data(key)
-    keys = jax.random.split(key, K) if is_ens else key[None]
-    opt_spec = None if optimizer is not None else {"name": "radam+cosine+clip", "lr": lr,
-                                                   "steps": n["steps"]}
-    settings = _settings(n, lr, strategy, solver_obj, regularization, describe_optimizer(
-        opt, opt_spec), key, K, dtype)
-    windows = Windows.from_series(series, inp, n["seq_len"] + 1)
-    options = dict(checkpoint=checkpoint, checkpoint_every=n["checkpoint_every"],
-                   resume=resume, resume_settings=resume_settings, eval_every=n["eval_every"],
-                   monitor_every=n["monitor_every"], callback=callback, progress=progress)
+    for name in ("callback", "optimizer"):
+        _check_optional_callable(name, kw[name])
+    check_bool("progress", kw["progress"])
+    strategy, solver_obj = _strategies(one, alpha, kw["alpha_every"], kw["alpha_gamma"],
+                                       kw["solver"], kw["regularization"])
+    _check_files(kw["checkpoint"], kw["resume"], kw["resume_settings"])
+    dtype = parameter_dtype(one)
+    series, inp = _data(one, data, kw["inputs"], dtype, n["seq_len"])
+    K = model.n_members if isinstance(model, Ensemble) else 1
+    opt = kw["optimizer"]
+    opt_spec = None if opt is not None else {"name": "radam+cosine+clip", "lr": lr,
+                                             "steps": n["steps"]}
+    optimizer = default_optimizer(lr, n["steps"]) if opt is None else opt
+    settings = _settings(n, lr, strategy, solver_obj, kw["regularization"],
+                         describe_optimizer(optimizer, opt_spec), key, K, dtype)
+    expected = dict(model=model_spec(model), data_sha256=fingerprint(series, inp),
+                    settings=settings, structure=structure(
+                        model.stacked if isinstance(model, Ensemble) else model,
+                        None if isinstance(model, Ensemble) else 1))
+    return Call(one, n, lr, key, strategy, solver_obj, kw["regularization"], optimizer, series,
+                inp, settings, expected)
+
+
+def _check_optional_callable(name, value):
+    if value is not None and not (callable(value) if name == "callback" else
+                                  isinstance(value, optax.GradientTransformation)):
+        what = "callable" if name == "callback" else "an optax.GradientTransformation"
+        raise ArgumentTypeError(f"`{name}` must be {what} or None; got {value!r}.")
+
+
+def _reconcile(path, header: dict, call: Call, model, data, kw) -> Call:
+    """Check the checkpoint at `path` against the call (before anything is compiled) and
+    return the call to continue: this one, or — with `resume_settings="checkpoint"` — one
+    with the stored settings."""
+    check_compatible(path, header, call.expected)
+    stored, mode = header.get("settings", {}), kw["resume_settings"]
+    diff = differences(stored, call.settings)
+    if diff and mode == "checkpoint":
+        kw = dict(kw, **stored_arguments(path, stored, kw["optimizer"], call.settings))
+        call = _validate(model, data, kw.pop("alpha"), kw)
+        left = differences(stored, call.settings)
+        if left:
+            raise ValueError(f"`resume_settings='checkpoint'`: the settings of {path!r} "
+                             "cannot all be restored: " + "; ".join(left) + ".")
+        return call
+    step = int(header.get("step", 0))
+    if step > call.counts["steps"]:
+        raise ValueError(f"`steps` ({call.counts['steps']}) is below the step of the "
+                         f"checkpoint {path!r} ({step}); resuming cannot go back.")
+    if diff and mode == "check":
+        raise ValueError(f"`resume`: {path!r} was written with other settings — "
+                         + "; ".join(diff) + ". Pass resume_settings='checkpoint' to continue "
+                         "with the stored ones or 'call' to use this call's.")
+    if diff:
+        warnings.warn("resuming with this call's settings, which differ from the "
+                      "checkpoint's: " + "; ".join(diff), stacklevel=4)
+    return call
+
+
+def make_plan(model, data, alpha, **kw) -> Plan:
+    """Validate every argument of `fit`, check a checkpoint to resume against them (nothing
+    is compiled yet) and build the plan."""
+    call = _validate(model, data, alpha, kw)
+    resume = None
+    if kw["resume"] is not None:
+        path = os.fspath(kw["resume"])
+        header, payload = read_header(path)
+        call = _reconcile(path, header, call, model, data, kw)
+        resume = (path, header, payload)
+    n = call.counts
+    stacked, K, is_ens = as_stack(model)
+    placement = Placement(K, resolve_devices(kw["devices"]))
+    cfg = StepConfig(call.solver, call.regularization, call.optimizer, call.strategy,
+                     n["batch_size"], n["warmup"], n["max_failures"],
+                     isinstance(call.one, AbstractGTFModel))
+    keys = jax.random.split(call.key, K) if is_ens else call.key[None]
+    windows = Windows.from_series(call.series, call.inputs, n["seq_len"] + 1)
+    options = dict(checkpoint=kw["checkpoint"], checkpoint_every=n["checkpoint_every"],
+                   resume=resume, eval_every=n["eval_every"], monitor_every=n["monitor_every"],
+                   callback=kw["callback"], progress=kw["progress"])
     return Plan(cfg, n["steps"], windows, stacked, K, is_ens,
                 np.asarray(jax.random.key_data(keys)), str(jax.random.key_impl(keys)),
-                placement, settings, model_spec(model), fingerprint(series, inp), series,
-                options)
+                placement, call.settings, call.expected, call.series, options)
 
 
 def _settings(n, lr, strategy: AbstractAlpha, solver, regularization, optimizer, key, K,
@@ -214,4 +306,5 @@ def _settings(n, lr, strategy: AbstractAlpha, solver, regularization, optimizer,
                 batch_size=n["batch_size"], warmup=n["warmup"], learning_rate=lr,
                 optimizer=optimizer, solver=to_config(solver),
                 regularization=to_config(regularization), max_failures=n["max_failures"],
-                key=np.asarray(jax.random.key_data(key)).tolist(), members=K, dtype=str(dtype))
+                key=np.asarray(jax.random.key_data(key)).tolist(),
+                key_impl=str(jax.random.key_impl(key)), members=K, dtype=str(dtype))

@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from ._checks import ArgumentTypeError, check_int, is_concrete
+from ._checks import ArgumentTypeError, check_array, check_int, is_concrete
 from ._solver import DEER, AbstractSolver, SolverInfo
 from .models._base import AbstractGTFModel
 
@@ -110,7 +110,7 @@ def gtf_forward(
     x_hat = z @ model.B.T
     ```
     """
-    x = jnp.asarray(x)
+    x = jnp.asarray(check_array("x", x, finite=False))
     _validate(model, x, alpha, warmup, solver, inputs)
     if x.ndim == 3:
         fn = lambda xb, sb: _gtf_single(model, xb, alpha, warmup, solver, sb)  # noqa: E731

@@ -1,10 +1,13 @@
-"""Training history: one row per update, kept in memory and appended to a file.
+"""Training history: one row per update and the callback's results, kept in memory and
+appended to a file beside the checkpoint.
 
-The file beside a checkpoint (`<checkpoint>.history`) is append-only: a JSON header line
-(fields, members), then fixed-size rows of float64 numbers `(fields × members)`. A
-checkpoint records how many rows it covers and the SHA-256 of those rows, so saving a
-checkpoint costs O(new rows), not O(steps); on resume the rows are verified and anything
-written after the checkpoint (e.g. by a run killed later) is cut off.
+The file (`<checkpoint>.history`) is append-only: a JSON header line (fields, members),
+then records in the order they happened — `b"R"` + one row of float64 numbers
+`(fields × members)` per update, `b"E"` + a 4-byte length + JSON `[step, {name: value}]` per
+callback result. A checkpoint records how many bytes of records it covers and their SHA-256,
+so saving a checkpoint writes only the new records (O(1) per update, not O(steps)); on resume
+the covered bytes are verified and anything written after them (by a run killed later) is
+cut off.
 """
 
 from __future__ import annotations
@@ -15,7 +18,10 @@ import os
 
 import numpy as np
 
-from ._io import FileFormatError
+from ._io import FileFormatError, fsync_folder
+
+_ROW, _EVAL = b"R", b"E"
+_HEAD_MAX = 1 << 16
 
 
 class History:
@@ -24,73 +30,153 @@ class History:
     def __init__(self, fields: tuple[str, ...], n_members: int):
         self.fields, self.n_members = tuple(fields), n_members
         self.rows: list[np.ndarray] = []
-        self.evals: list = []
-        # (rows in the file, SHA-256 of them): one tuple, so an interrupt never splits it
-        self._saved = (0, hashlib.sha256())
+        self.evals: list[tuple[int, dict]] = []
+        self._records: list[bytes] = []  # every row and eval, encoded, in order
+        # (the file, records in it, their bytes, SHA-256 of them): one tuple, so an
+        # interrupt never splits it
+        self._saved = (None, 0, 0, hashlib.sha256())
 
     @property
     def row_bytes(self) -> int:
         return 8 * len(self.fields) * self.n_members
 
+    # Every change appends or pops the encoded record first and the decoded row or result
+    # last; an interrupt between the two leaves a trailing record without its row (an
+    # orphan), which `truncate` and `flush` ignore. So the history is never inconsistent.
+
     def append(self, row: np.ndarray) -> None:
-        self.rows.append(np.asarray(row, np.float64).reshape(len(self.fields), self.n_members))
+        row = np.asarray(row, np.float64).reshape(len(self.fields), self.n_members)
+        self._records.append(_ROW + row.tobytes())
+        self.rows.append(row)
+
+    def add_eval(self, step: int, values: dict) -> None:
+        item = (int(step), {str(k): float(v) for k, v in values.items()})
+        data = json.dumps(list(item)).encode()
+        self._records.append(_EVAL + len(data).to_bytes(4, "little") + data)
+        self.evals.append(item)
+
+    def _complete(self) -> int:
+        """The number of records that have their row or result (all but orphans)."""
+        return len(self.rows) + len(self.evals)
 
     def truncate(self, n: int) -> None:
-        """Keep the first `n` rows in memory (the file is cut at the next `flush`)."""
-        del self.rows[n:]
+        """Drop the rows after the first `n` (and callback results after step `n`): what an
+        interrupted update appended before its state was committed."""
+        while len(self._records) > self._complete():
+            self._records.pop()
+        while len(self.rows) > n or (self.evals and self.evals[-1][0] > n):
+            (self.rows if self._records[-1][:1] == _ROW else self.evals).pop()
+            self._records.pop()
 
     def __len__(self) -> int:
         return len(self.rows)
 
     def _header(self) -> bytes:
-        return (json.dumps({"fields": list(self.fields), "members": self.n_members}) + "\n").encode()
+        head = {"format": "dsr-history", "version": 2, "fields": list(self.fields),
+                "members": self.n_members}
+        return (json.dumps(head) + "\n").encode()
 
-    def flush(self, path: str) -> tuple[int, str]:
-        """Write the rows not yet in `path` after its saved ones (creating it, and cutting off
-        whatever a killed write left), fsync, and return the number of rows and the SHA-256
-        of all of them."""
-        saved, digest = self._saved
-        saved = min(saved, len(self.rows))
-        if saved < self._saved[0]:  # rows were dropped after an interrupt: rehash
-            digest = hashlib.sha256(b"".join(r.tobytes() for r in self.rows[:saved]))
-        if saved and not os.path.exists(path):  # the file went missing: write it anew
-            saved, digest = 0, hashlib.sha256()
-        body = b"".join(r.tobytes() for r in self.rows[saved:])
+    def _saved_prefix(self, path: str, total: int) -> tuple:
+        """`_saved` for the file `path` (nothing saved if it is another file), cut back to
+        the first `total` records."""
+        file, n, size, digest = self._saved
+        if file != os.path.abspath(path):
+            return 0, 0, hashlib.sha256()
+        if n > total:  # records were dropped after being saved: rehash
+            n = total
+            body = b"".join(self._records[:n])
+            size, digest = len(body), hashlib.sha256(body)
+        return n, size, digest
+
+    def flush(self, path: str) -> dict:
+        """Append the records not yet in `path` (creating it, or rewriting it if it is not
+        what was saved before; cutting off whatever a killed write left), fsync, and return
+        what a checkpoint records: `{"bytes", "sha256", "rows", "evals"}`."""
+        total = self._complete()
+        n, size, digest = self._saved_prefix(path, total)
         head = self._header()
-        with open(path, "r+b" if saved else "wb") as f:
-            f.write(head)
-            f.seek(len(head) + saved * self.row_bytes)
+        created = not os.path.exists(path)
+        with os.fdopen(os.open(path, os.O_RDWR | os.O_CREAT, 0o644), "r+b") as f:
+            if n and (os.fstat(f.fileno()).st_size < len(head) + size or f.read(len(head))
+                      != head):  # the file was replaced or cut: write it anew
+                n, size, digest = 0, 0, hashlib.sha256()
+            if not n:
+                f.seek(0)
+                f.write(head)
+            f.seek(len(head) + size)
             f.truncate()
+            body = b"".join(self._records[n:total])
             f.write(body)
             f.flush()
             os.fsync(f.fileno())
+        if created:
+            fsync_folder(os.path.dirname(os.path.abspath(path)))
         digest = digest.copy()
         digest.update(body)
-        self._saved = (len(self.rows), digest)
-        return len(self.rows), digest.hexdigest()
+        self._saved = (os.path.abspath(path), total, size + len(body), digest)
+        return {"bytes": size + len(body), "sha256": digest.hexdigest(), "rows": len(self.rows),
+                "evals": len(self.evals)}
 
     @classmethod
-    def restore(cls, path: str, fields, n_members: int, n_rows: int, digest: str) -> History:
-        """The first `n_rows` rows of `path`, verified against `digest`; the file is cut to
-        them so later appends continue it."""
-        h = cls(fields, n_members)
+    def restore(cls, path: str, fields, n_members: int, record: dict) -> History:
+        """The history a checkpoint covers (`record`: what `flush` returned), verified; the
+        file is cut to it so later appends continue it."""
+        size = _record_field(path, record, "bytes", int)
         try:
             with open(path, "rb") as f:
-                header = f.readline()
-                body = f.read(n_rows * h.row_bytes)
+                head = f.readline(_HEAD_MAX)
+                body = f.read(size)
         except OSError as e:
             raise FileFormatError(f"{path!r}: the checkpoint's history file cannot be read "
                                   f"({e.strerror}).") from None
-        if header != h._header() or len(body) != n_rows * h.row_bytes:
+        h = cls.verified(path, head, body, fields, n_members, record)
+        with open(path, "r+b") as f:
+            f.truncate(len(head) + size)
+        return h
+
+    @classmethod
+    def verified(cls, path: str, head: bytes, body: bytes, fields, n_members: int,
+                 record: dict) -> History:
+        """The history from the header line and records read from `path`, checked against a
+        checkpoint's `record`."""
+        h = cls(fields, n_members)
+        size, digest = (_record_field(path, record, k, t) for k, t in (("bytes", int),
+                                                                       ("sha256", str)))
+        if head != h._header() or len(body) != size:
             raise FileFormatError(f"{path!r}: the history file does not match its checkpoint "
-                                  f"(expected {n_rows} rows of {h.fields}).")
+                                  f"(expected {size} bytes of records of {h.fields}).")
         if hashlib.sha256(body).hexdigest() != digest:
             raise FileFormatError(f"{path!r}: history checksum mismatch (the file is damaged).")
-        with open(path, "r+b") as f:
-            f.truncate(len(header) + len(body))
-        h.rows = list(np.frombuffer(body, np.float64).reshape(n_rows, len(h.fields), n_members))
-        h._saved = (n_rows, hashlib.sha256(body))
+        h._parse(path, body)
+        rows, evals = (_record_field(path, record, k, int) for k in ("rows", "evals"))
+        if (len(h.rows), len(h.evals)) != (rows, evals):
+            raise FileFormatError(f"{path!r}: {len(h.rows)} rows and {len(h.evals)} results "
+                                  f"in the history; the checkpoint expects {rows} and {evals}.")
+        h._saved = (os.path.abspath(path), len(h._records), size, hashlib.sha256(body))
         return h
+
+    def _parse(self, path: str, body: bytes) -> None:
+        i, rb = 0, self.row_bytes
+        while i < len(body):
+            kind = body[i:i + 1]
+            if kind == _ROW and i + 1 + rb <= len(body):
+                rec = body[i:i + 1 + rb]
+                self.rows.append(np.frombuffer(rec[1:], np.float64).reshape(
+                    len(self.fields), self.n_members))
+            elif kind == _EVAL and i + 5 <= len(body):
+                n = int.from_bytes(body[i + 1:i + 5], "little")
+                rec = body[i:i + 5 + n]
+                try:
+                    if len(rec) != 5 + n:
+                        raise ValueError
+                    step, values = json.loads(rec[5:].decode())
+                    self.evals.append((int(step), {str(k): float(v) for k, v in values.items()}))
+                except (ValueError, TypeError, AttributeError):
+                    raise FileFormatError(f"{path!r}: a damaged callback record.") from None
+            else:
+                raise FileFormatError(f"{path!r}: a damaged record at byte {i} of the history.")
+            self._records.append(rec)
+            i += len(rec)
 
     def arrays(self, squeeze: bool) -> dict:
         """`{field: (K, steps) array}` (`(steps,)` when `squeeze`; `wall_time`, shared by the
@@ -107,3 +193,11 @@ class History:
             out[name] = col[0] if squeeze or name == "wall_time" else col
         out["eval"] = list(self.evals)
         return out
+
+
+def _record_field(path, record, key, kind):
+    try:
+        return kind(record[key])
+    except (KeyError, TypeError, ValueError):
+        raise FileFormatError(f"{path!r}: the checkpoint's history record is damaged.") \
+            from None

@@ -1,9 +1,9 @@
 """Durable files: one atomic writer and one checksummed container format.
 
-**Writer** (`atomic_write`): the bytes go to a temporary file in the target's folder, are
-flushed and `fsync`ed, get normal permissions (0644 less the umask), and replace the
-target by `os.replace`; then the folder is `fsync`ed, so after a crash the target is either
-the old or the new file, never a mix. Temporary files left by a killed writer (their
+**Writer** (`atomic_write`): the bytes go to a temporary file in the target's folder
+(created with mode 0644, so the umask applies as for any new file), are flushed and
+`fsync`ed, and replace the target by `os.replace`; then the folder is `fsync`ed, so after a
+crash the target is either the old or the new file, never a mix. Temporary files left by a killed writer (their
 process is gone) are removed the next time the same target is written.
 
 **Container** (`write_container` / `read_container`), used for models, ensembles and
@@ -19,6 +19,7 @@ reported as a `FileFormatError` (a `ValueError`) naming the file, never loaded.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import json
@@ -30,6 +31,8 @@ from collections.abc import Callable, Iterable
 MAGIC = b"DSR1"
 FORMAT_VERSION = 1
 _FIRST_LINE_MAX = 256
+_DIGITS = re.compile(rb"0|[1-9][0-9]{0,15}")
+_HEX = re.compile(rb"[0-9a-f]{64}")
 
 
 class FileFormatError(ValueError):
@@ -70,7 +73,8 @@ def clean_stale_temporaries(path: str) -> list[str]:
     return removed
 
 
-def _fsync_folder(folder: str) -> None:
+def fsync_folder(folder: str) -> None:
+    """`fsync` a folder, so that the files created or renamed in it are durable."""
     try:
         fd = os.open(folder, os.O_RDONLY)
     except OSError:
@@ -94,19 +98,16 @@ def atomic_write(path: str | os.PathLike, write: Callable) -> None:
     clean_stale_temporaries(path)
     tmp = os.path.join(folder, f"{_tmp_prefix(path)}{os.getpid()}-{secrets.token_hex(4)}")
     try:
-        with open(tmp, "xb") as f:
+        with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644), "wb") as f:
             write(f)
             f.flush()
             os.fsync(f.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o644 & ~umask)
         os.replace(tmp, path)
     except BaseException:
-        if os.path.exists(tmp):
+        with contextlib.suppress(OSError):
             os.remove(tmp)
         raise
-    _fsync_folder(folder)
+    fsync_folder(folder)
 
 
 def write_bytes(path: str | os.PathLike, data: bytes) -> None:
@@ -136,7 +137,6 @@ def write_container(path: str | os.PathLike, kind: str, header: dict, payload: b
 def read_container(path: str | os.PathLike, kinds: Iterable[str]) -> tuple[dict, bytes]:
     """Read and verify a container; `kinds`: the kinds the caller accepts."""
     path = os.fspath(path)
-    kinds = tuple(kinds)
     if os.path.isdir(path):
         raise FileFormatError(f"{path!r} is a folder, not a dsr file.")
     try:
@@ -146,42 +146,71 @@ def read_container(path: str | os.PathLike, kinds: Iterable[str]) -> tuple[dict,
         raise FileFormatError(f"{path!r}: no such file.") from None
     except OSError as e:
         raise FileFormatError(f"{path!r} cannot be read: {e.strerror}.") from None
+    return decode_container(path, data, kinds)
+
+
+def decode_container(path: str, data: bytes, kinds: Iterable[str]) -> tuple[dict, bytes]:
+    """Verify and split the bytes of a container read from `path` (named in errors)."""
+    kinds = tuple(kinds)
     header, payload = _decode(path, data)
     if header.get("kind") not in kinds:
         raise FileFormatError(_wrong_kind(path, header.get("kind"), kinds))
     return header, payload
 
 
-def _decode(path: str, data: bytes) -> tuple[dict, bytes]:
+def _first_line(path: str, data: bytes) -> tuple[int, int, int, bytes, bytes]:
+    """`(start of the header, header length, payload length, header sha, payload sha)`."""
     if not data:
         raise FileFormatError(f"{path!r} is empty.")
     end = data.find(b"\n", 0, _FIRST_LINE_MAX)
     fields = data[:end].split(b" ") if end > 0 else []
     if len(fields) != 5 or fields[0] != MAGIC:
         raise FileFormatError(f"{path!r} is not a dsr file (no valid 'DSR1' header line).")
+    if not (_DIGITS.fullmatch(fields[1]) and _DIGITS.fullmatch(fields[3])
+            and _HEX.fullmatch(fields[2]) and _HEX.fullmatch(fields[4])):
+        raise FileFormatError(f"{path!r}: damaged header line (the file is damaged).")
+    return end + 1, int(fields[1]), int(fields[3]), fields[2], fields[4]
+
+
+def _parse_header(path: str, hbytes: bytes, digest: bytes) -> dict:
+    if _sha(hbytes).encode() != digest:
+        raise FileFormatError(f"{path!r}: header checksum mismatch (the file is damaged).")
     try:
-        hlen, plen = int(fields[1]), int(fields[3])
-    except ValueError:
-        raise FileFormatError(f"{path!r}: damaged header line.") from None
-    start = end + 1
+        header = json.loads(hbytes.decode())
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise FileFormatError(f"{path!r}: the header is not valid JSON.") from None
+    version = header.get("format_version") if isinstance(header, dict) else None
+    if version != FORMAT_VERSION:
+        raise FileFormatError(f"{path!r}: unsupported format version {version!r} (this dsr "
+                              f"reads version {FORMAT_VERSION}).")
+    return header
+
+
+def _decode(path: str, data: bytes) -> tuple[dict, bytes]:
+    start, hlen, plen, hsha, psha = _first_line(path, data)
     hbytes = data[start:start + hlen]
     payload = data[start + hlen + 1:]
     if len(hbytes) != hlen or len(payload) != plen or data[start + hlen:start + hlen + 1] != b"\n":
         raise FileFormatError(f"{path!r} is truncated or has extra bytes: expected a "
                               f"{hlen}-byte header and a {plen}-byte payload.")
-    if _sha(hbytes).encode() != fields[2]:
-        raise FileFormatError(f"{path!r}: header checksum mismatch (the file is damaged).")
-    if _sha(payload).encode() != fields[4]:
+    header = _parse_header(path, hbytes, hsha)
+    if _sha(payload).encode() != psha:
         raise FileFormatError(f"{path!r}: payload checksum mismatch (the file is damaged).")
-    try:
-        header = json.loads(hbytes.decode())
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        raise FileFormatError(f"{path!r}: the header is not valid JSON.") from None
-    if not isinstance(header, dict) or header.get("format_version") != FORMAT_VERSION:
-        raise FileFormatError(f"{path!r}: unsupported format version "
-                              f"{header.get('format_version') if isinstance(header, dict) else None!r}"
-                              f" (this dsr reads version {FORMAT_VERSION}).")
     return header, payload
+
+
+def read_kind(path: str | os.PathLike) -> str | None:
+    """The kind of an existing dsr file (its header verified, its payload not read), or None
+    if `path` is not a readable, undamaged dsr file."""
+    path = os.fspath(path)
+    try:
+        with open(path, "rb") as f:
+            head = f.read(_FIRST_LINE_MAX)
+            start, hlen, *_, hsha, _ = _first_line(path, head)
+            f.seek(start)
+            return _parse_header(path, f.read(hlen), hsha).get("kind")
+    except (OSError, FileFormatError):
+        return None
 
 
 _KIND_HINT = {

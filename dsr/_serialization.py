@@ -8,12 +8,14 @@ structure from the header, then fills in the arrays.
 from __future__ import annotations
 
 import io
+import json
 import os
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 
+from ._checks import ArgumentTypeError, check_path
 from ._ensemble import Ensemble
 from ._io import FileFormatError, read_container, write_container
 from .baselines import SelectiveSSM
@@ -42,7 +44,7 @@ def model_spec(model) -> dict | None:
     """The structure of a model or an ensemble as JSON, or None if its class cannot be
     rebuilt from a header (e.g. `TTTModel`)."""
     members = model.n_members if isinstance(model, Ensemble) else None
-    one = model[0] if isinstance(model, Ensemble) else model
+    one = model.stacked if isinstance(model, Ensemble) else model  # same static fields
     try:
         spec = hyperparameters(one)
     except TypeError:
@@ -87,14 +89,23 @@ def save(path: str | os.PathLike, model, *, extra: dict | None = None) -> None:
 
     `extra`: JSON-serializable metadata stored in the header (e.g. data statistics).
     """
-    path = os.fspath(path)
+    path = check_path("path", path)
     if os.path.isdir(path):
         raise ValueError(f"`path` {path!r} is a folder; give a file name.")
     if not isinstance(model, (AbstractModel, Ensemble)):
-        raise TypeError(f"`model` must be a dsr model or Ensemble; got {type(model).__name__}.")
+        raise ArgumentTypeError(f"`model` must be a dsr model or Ensemble; got "
+                                f"{type(model).__name__}.")
     spec = model_spec(model)
     if spec is None:
-        raise TypeError(f"cannot save {type(model).__name__}; supported: {sorted(_CLASSES)}.")
+        raise ArgumentTypeError(f"`model`: cannot save {type(model).__name__}; supported: "
+                                f"{sorted(_CLASSES)}.")
+    if extra is not None:
+        if not isinstance(extra, dict):
+            raise ArgumentTypeError(f"`extra` must be a dict or None; got {type(extra).__name__}.")
+        try:
+            json.dumps(extra)
+        except (TypeError, ValueError) as e:
+            raise ArgumentTypeError(f"`extra` must be JSON-serializable ({e}).") from None
     kind = "ensemble" if isinstance(model, Ensemble) else "model"
     write_container(path, kind, dict(spec, extra=extra or {}), serialize(model))
 
@@ -102,12 +113,12 @@ def save(path: str | os.PathLike, model, *, extra: dict | None = None) -> None:
 def load(path: str | os.PathLike):
     """Load a model or ensemble saved by `dsr.save`; damaged, truncated or foreign files raise
     `dsr.FileFormatError` naming the file."""
-    path = os.fspath(path)
+    path = check_path("path", path)
     header, payload = read_container(path, ("model", "ensemble"))
     return deserialize(payload, skeleton(header, path), path)
 
 
 def load_extra(path: str | os.PathLike) -> dict:
     """The `extra` metadata saved with a model."""
-    header, _ = read_container(os.fspath(path), ("model", "ensemble"))
+    header, _ = read_container(check_path("path", path), ("model", "ensemble"))
     return header.get("extra", {})

@@ -15,12 +15,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._checkpoint import check_compatible, differences, read_header, restore, save_checkpoint
+from ._checkpoint import restore, save_checkpoint
 from ._ensemble import from_stack
 from ._fit_setup import Plan
 from ._free_run import orbit_status
 from ._generate import generate
 from ._history import History
+from ._io import clean_stale_temporaries
 from ._sharding import to_host
 from ._train_step import FIELDS, TrainState, commit_jit, propose_and_commit, refine
 
@@ -33,8 +34,7 @@ class Trainer:
         self.plan = plan
         self.cfg = plan.cfg
         self.history = History(HISTORY_FIELDS, plan.n_members)
-        self.header = dict(model=plan.spec, members=plan.n_members,
-                           data_sha256=plan.data_sha256, settings=plan.settings)
+        self.header = dict(plan.expected, members=plan.n_members)
         self.state = None
         self.free_run: list[dict] = [{} for _ in range(plan.n_members)]
         self.checkpoint_path = None
@@ -54,8 +54,11 @@ class Trainer:
         """The initial or resumed state, padded and placed on the devices."""
         state = self._initial_state()
         resume = self.plan.options["resume"]
+        for path in {self.plan.options["checkpoint"], resume and resume[0]} - {None}:
+            clean_stale_temporaries(path)  # left by a killed writer
         if resume is not None:
-            state = self._resume(resume, state)
+            path, header, payload = resume
+            state, self.history = restore(path, header, payload, state, self.plan.n_members)
         pl = self.plan.placement
         state = pl.pad(to_host(state))
         pad_mask = np.arange(pl.n_padded) < pl.n_members
@@ -64,25 +67,6 @@ class Trainer:
         keys = pl.pad(self.plan.key_data)
         self.keys = jax.random.wrap_key_data(pl.members(keys), impl=self.plan.key_impl)
         self.windows = pl.replicated(self.plan.windows)
-
-    def _resume(self, path, like: TrainState) -> TrainState:
-        header, payload = read_header(path)
-        check_compatible(path, header, self.plan.spec, self.plan.data_sha256,
-                         self.plan.n_members)
-        diff = differences(header.get("settings", {}), self.plan.settings)
-        mode = self.plan.options["resume_settings"]
-        if diff and mode == "check":
-            raise ValueError(f"`resume`: {path!r} was written with other settings — "
-                             + "; ".join(diff) + ". Pass resume_settings='checkpoint' to "
-                             "continue with the stored ones or 'call' to use this call's.")
-        if diff and mode == "call":
-            warnings.warn("resuming with this call's settings, which differ from the "
-                          "checkpoint's: " + "; ".join(diff), stacklevel=3)
-        if int(header["step"]) > self.plan.steps:
-            raise ValueError(f"`steps` ({self.plan.steps}) is below the checkpoint's step "
-                             f"({header['step']}); resuming cannot go back.")
-        state, self.history = restore(path, header, payload, like, self.plan.n_members)
-        return state
 
     # ------------------------------------------------------------------ one update
 
@@ -119,8 +103,14 @@ class Trainer:
         o = self.plan.options
         if o["callback"] is not None and o["eval_every"] and done % o["eval_every"] == 0:
             out = o["callback"](done, self.current_model())
-            if out:
-                self.history.evals.append((done, {k: float(v) for k, v in out.items()}))
+            try:
+                if out is not None and not isinstance(out, dict):
+                    raise TypeError
+                if out:
+                    self.history.add_eval(done, out)  # converts the values first
+            except (TypeError, ValueError):
+                raise TypeError(f"`callback` must return a dict of numbers or None; got "
+                                f"{out!r:.80} at step {done}.") from None
         if o["checkpoint"] is not None and done % o["checkpoint_every"] == 0:
             self.save()
         every = o["monitor_every"]

@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, PRNGKeyArray
 
-from .._checks import check_int, check_real
+from .._checks import check_int, check_key, check_real
 from .._scan import ScanMethod, linear_scan
 from ._base import KAPPA, AbstractDataDrivenModel, uniform
 
@@ -63,6 +63,7 @@ class LSSM(AbstractDataDrivenModel):
         L = check_int("hidden_dim", hidden_dim, 1)
         K = check_int("input_dim", input_dim, 0)
         kappa = check_real("kappa", kappa, 0.0, 1.0, lo_open=True, hi_open=True)
+        key = check_key("key", key)
         kU, kC, kB, kV = jax.random.split(key, 4)
         eps = 1.0 - kappa
         self.A_bar = jnp.full((M,), math.atanh(kappa), dtype)

@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, PRNGKeyArray
 
-from .._checks import check_int, check_optional_int, check_real
+from .._checks import check_int, check_key, check_optional_int, check_real
 from ._base import KAPPA, AbstractGTFModel, uniform
 
 
@@ -99,6 +99,7 @@ def init_shplrnn(model, obs_dim, latent_dim, hidden_dim, key, rank, input_dim, k
     K = check_int("input_dim", input_dim, 0)
     rank = check_optional_int("rank", rank, 1)
     kappa = check_real("kappa", kappa, 0.0, 1.0, lo_open=True, hi_open=True)
+    key = check_key("key", key)
     kW, kW2, kV, kC = jax.random.split(key, 4)
     eps = 1.0 - kappa
     model.A_bar = jnp.full((M,), math.atanh(kappa), dtype)

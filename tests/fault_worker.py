@@ -1,0 +1,59 @@
+"""The small checkpointing `fit` run of the reliability tests, and a worker process running
+it for the fault tests (`test_reliability.py`), which kill it at random points and restart
+it until it finishes.
+
+Usage: `python fault_worker.py CHECKPOINT OUT.npz STEPS CACHE_DIR`. Resumes from CHECKPOINT
+when it exists; prints `step <k>` after every update (before that update's checkpoint is
+written); at the end writes the model's arrays and the loss history to OUT.npz and prints
+`done`. After SIGTERM (the checkpoint saved) it exits with status 3.
+"""
+
+import os
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import dsr
+
+#: `fit` settings of the run (one compiled program for every test that uses them)
+FIT_KW = dict(seq_len=16, batch_size=2, progress=False, monitor_every=0, solver="sequential",
+              key=jax.random.key(1), learning_rate=1e-2)
+ALPHA = 0.2
+
+
+def data() -> np.ndarray:
+    rng = np.random.default_rng(0)
+    return np.cumsum(rng.normal(size=(300, 3)), axis=0) * 0.05
+
+
+def make_model(latent_dim: int = 3) -> dsr.ShPLRNN:
+    return dsr.ShPLRNN(3, latent_dim, 8, key=jax.random.key(0), dtype=jnp.float64)
+
+
+def arrays(result) -> list[np.ndarray]:
+    """The model's arrays and the loss history of a `FitResult`."""
+    return [np.asarray(x) for x in jax.tree_util.tree_leaves(result.model)] + [
+        np.asarray(result.history["loss"])]
+
+
+def _progress(step, model):
+    print(f"step {step}", flush=True)
+
+
+def main(ckpt: str, out: str, steps: int) -> None:
+    res = dsr.fit(make_model(), data(), ALPHA, steps=steps, checkpoint=ckpt,
+                  checkpoint_every=1, resume=ckpt if os.path.exists(ckpt) else None,
+                  callback=_progress, eval_every=1, **FIT_KW)
+    np.savez(out, *arrays(res))
+    print("done", flush=True)
+
+
+if __name__ == "__main__":
+    jax.config.update("jax_enable_x64", True)
+    # compiled programs are shared by all the (killed and restarted) workers of a test
+    jax.config.update("jax_compilation_cache_dir", sys.argv[4])
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
+    main(sys.argv[1], sys.argv[2], int(sys.argv[3]))
