@@ -10,6 +10,7 @@ the median, over all members (inf when more than half diverged).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import platform
@@ -42,6 +43,30 @@ def parser(name: str, doc: str) -> argparse.ArgumentParser:
 
 def mode(args) -> str:
     return "quick" if args.quick else "paper" if args.paper else "cpu"
+
+
+def cached(out: str, tag: str, settings: dict, compute: Callable[..., tuple[list, dict]],
+           *args):
+    """`compute(*args) -> (records, arrays)` for one setting, done once: the result is kept under
+    `out/parts/` with a hash of `settings`, so a rerun with the same `--out` and settings
+    (after an interruption, or to redraw) starts at the first setting not yet finished."""
+    digest = hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode())
+    stem = os.path.join(out, "parts", f"{tag.replace(' ', '_').replace('=', '')}")
+    if os.path.exists(stem + ".json") and os.path.exists(stem + ".npz"):
+        with open(stem + ".json") as f:
+            saved = json.load(f)
+        if saved.get("settings_sha256") == digest.hexdigest():
+            with np.load(stem + ".npz") as z:
+                return saved["records"], {k: z[k] for k in z.files}
+    records, arrays = compute(*args)
+    os.makedirs(os.path.dirname(stem), exist_ok=True)
+    np.savez(stem + ".tmp.npz", **arrays)
+    os.replace(stem + ".tmp.npz", stem + ".npz")
+    with open(stem + ".tmp", "w") as f:
+        json.dump({"settings_sha256": digest.hexdigest(), "records": records}, f,
+                  default=_json_default)
+    os.replace(stem + ".tmp", stem + ".json")
+    return records, arrays
 
 
 def median_mad(values) -> tuple[float, float]:

@@ -113,7 +113,10 @@ def main(argv=None):
         recs, curves = [], {}
         for j, arm in enumerate(ARMS):
             t0 = time.perf_counter()
-            r, curves[arm] = run_arm(obs, arm, s, ds, test, jax.random.key(args.seed * 100 + j))
+            key = jax.random.key(args.seed * 100 + j)
+            r, curves[arm] = F.cached(args.out, f"{obs}_{arm}", dict(s, obs=obs, arm=arm,
+                                                                    seed=args.seed),
+                                      run_arm, obs, arm, s, ds, test, key)
             recs += r
             d = F.median_mad([x["D"] for x in r])
             it = np.median([x["newton_iters_median"] for x in r])
