@@ -344,6 +344,16 @@ def test_collapsed_orbit_exact_and_fast(period, lorenz_pair, getkey):
     assert gr.value == pytest.approx(ex.value, rel=1e-3)
 
 
+def test_collapsed_orbit_subsample(lorenz_pair, getkey):
+    x, _ = lorenz_pair
+    y = _cycle(x[::997][:3] + 0.5, 12_000)
+    key = getkey()
+    kw = {"n_samples": 3_000, "key": key, "embedding": (2, 5)}
+    ex = state_space_divergence(x, y, method="exact", **kw)
+    ss = state_space_divergence(x, y, method="subsample", **kw)
+    assert abs(ss.value - ex.value) <= max(5 * ss.approx_stderr, 2e-3 * ex.value)
+
+
 def test_near_collapsed_orbit_grid(lorenz_pair, getkey):
     # no exact duplicates (jitter 1e-9): the tails use lattice-merged sources
     x, _ = lorenz_pair
@@ -651,6 +661,7 @@ BAD_METRIC_INPUTS = {
     "dstsp_method": (_dstsp(method="histogram"), ValueError, "method"),
     "dstsp_n_bins_0": (_dstsp(method="bins", n_bins=0), ValueError, "n_bins"),
     "dstsp_n_bins_bool": (_dstsp(method="bins", n_bins=True), TypeError, "n_bins"),
+    "dstsp_grid_d4": (_dstsp(method="grid", embedding=(2, 1)), ValueError, "method='grid'"),
     "dstsp_rtol_0": (_dstsp(rtol=0.0), ValueError, "rtol"),
     "dstsp_mc_frac_str": (_dstsp(mc_frac="0.1"), TypeError, "mc_frac"),
     "dstsp_grid_spacing_2": (_dstsp(grid_spacing=2.0), ValueError, "grid_spacing"),
