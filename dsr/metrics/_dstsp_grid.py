@@ -5,10 +5,11 @@ kernel std) with quadratic-spline (TSC) weights, which add exactly δ²/4 of var
 point; the grid is then convolved (FFT, per axis) with a sampled Gaussian of variance
 1 − δ²/4, so the first two moments of every kernel are exact. Log-densities at the samples come
 from tricubic Lagrange interpolation of the log-grid. Queries whose stencil touches nodes of
-negligible density (far tails, where relative accuracy would be lost) are evaluated from their
-nearest sources instead ([`tail_log_sums`][]), on sources merged on a fine lattice (so that
-an orbit collapsed onto a fixed point is a single source), and by brute force where the
-neighbours cannot certify the value and the evaluation budget allows.
+negligible density (far tails, where relative accuracy would be lost) are evaluated on
+sources merged on a lattice (so that an orbit collapsed onto a fixed point is a single
+source): by brute force when that is cheap, else — for many such queries, as a far-off orbit
+gives — from a coarse grid of exact log-densities, else from their nearest sources
+([`tail_log_sums`][]) with brute force where those cannot certify the value.
 
 The result is an approximation: the control variate ([`control_variate`][]) turns it into an
 unbiased estimate of the exact value.
@@ -29,7 +30,8 @@ _GRID_MAX_CELLS = 2.5e7
 _LATTICES = (1e-3, 1e-2, 1e-1)  # lattice cells (kernel stds) for merging the tail sources
 _TAIL_BRUTE = 5e8  # at most this many kernel evaluations for the tails (≈ seconds)
 _TAIL_GRID = 65_536  # more tail queries than this: log-densities from a coarse log-grid
-_TAIL_SPACINGS = (0.5, 1.0, 1.5)  # its spacing (kernel stds): the finest with few nodes
+_TAIL_NODES = 3e9  # kernel evaluations for its nodes
+_TAIL_SPACING = (0.5, 4.0)  # its spacing (kernel stds): the finest that fits, at most the latter
 
 
 def _tsc_bin(u: np.ndarray, lo: np.ndarray, delta: float, shape: tuple) -> np.ndarray:
@@ -138,29 +140,36 @@ def _brute_tails(uq, pts, w, budget: EvalBudget, bar) -> np.ndarray:
     return log_kernel_sums(uq, [KernelSources(pts, np.float32, w)], bar)[0]
 
 
-def _tail_grid(uq: np.ndarray, pts: np.ndarray, w) -> np.ndarray | None:
-    """Log-sums at many tail queries from a coarse grid of log-sums: the nodes' values come
-    from their nearest sources, the queries' from tricubic interpolation (log-densities are
-    smooth far from the sources). None when even the coarsest grid has too many nodes."""
-    for h in _TAIL_SPACINGS:
+def _tail_grid(uq: np.ndarray, pts: np.ndarray, w, budget: EvalBudget, bar) -> np.ndarray | None:
+    """Log-sums at many tail queries from a coarse grid of log-sums: exact (brute-force) values
+    at the nodes, tricubic interpolation at the queries (far from the sources the log-density
+    is close to a quadratic, which cubic interpolation reproduces). The spacing is the finest
+    whose nodes fit `_TAIL_NODES` kernel evaluations (and 1 node per 8 queries); None when it
+    would exceed `_TAIL_SPACING[1]` kernel stds."""
+    nq, d = uq.shape
+    max_nodes = min(nq / 8, min(_TAIL_NODES, 0.5 * budget.left) / pts.shape[0])
+    h = _TAIL_SPACING[0]
+    while True:
         lo = uq.min(axis=0) - 1.5 * h
         shape = tuple(int(k) for k in np.ceil((uq.max(axis=0) - lo) / h).astype(np.int64) + 3)
-        if np.prod(shape, dtype=float) <= uq.shape[0] / 16:
+        if np.prod(shape, dtype=float) <= max_nodes:
             break
-    else:
-        return None
+        if h > _TAIL_SPACING[1]:
+            return None
+        h *= 1.1
     axes = [lo[a] + h * np.arange(n) for a, n in enumerate(shape)]
-    nodes = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, uq.shape[1])
-    vals, _ = tail_log_sums(nodes, pts, w, max_second=0, eps=0.1)
-    loggrid = vals.reshape(shape)
+    nodes = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, d)
+    bar.stage(f"D_stsp: far tails of {nq} samples (log-density grid, spacing {h:.2g})")
+    loggrid = _brute_tails(nodes, pts, w, budget, bar).reshape(shape)
     return _grid_interp(loggrid, np.ones(shape, dtype=bool), uq, lo, h)[0]
 
 
 def _tails(uq: np.ndarray, u_src: np.ndarray, budget: EvalBudget, bar) -> np.ndarray:
     """Tail log-sums on lattice-merged sources: brute force when that is cheap (few merged
     sources, e.g. an orbit collapsing onto a fixed point; the lattice is coarsened up to a
-    tenth of a kernel std to get there), else the nearest neighbours on the finest lattice,
-    with brute force for the uncertified ones when affordable."""
+    tenth of a kernel std to get there); else, for many queries, a coarse log-density grid;
+    else the nearest neighbours on the finest lattice, with brute force for the uncertified
+    ones when affordable."""
     cap = min(_TAIL_BRUTE, 0.5 * budget.left)
     fits = None
     for eps in _LATTICES[::-1]:  # coarse to fine: the finest lattice within the cap
@@ -172,7 +181,7 @@ def _tails(uq: np.ndarray, u_src: np.ndarray, budget: EvalBudget, bar) -> np.nda
         return _brute_tails(uq, *fits, budget, bar)
     pts, w = lattice_merge(u_src, _LATTICES[0])
     if uq.shape[0] > _TAIL_GRID:
-        val = _tail_grid(uq, pts, w)
+        val = _tail_grid(uq, pts, w, budget, bar)
         if val is not None:
             return val
     val, cert = tail_log_sums(uq, pts, w)
