@@ -158,8 +158,9 @@ def evaluate(
     Lorenz-63), `None` or `(m, τ)`; `smoothing`: D_H kernel width; `lyapunov_steps`;
     `progress`: tqdm bars naming each step (default: only for long evaluations).
 
-    **Time.** Bounded: a diverged orbit skips D_stsp (inf) and λ_max; a collapsed one (fixed
-    point, short cycle) takes seconds; D_stsp's brute-force work is capped (see
+    **Time.** Bounded: a diverged orbit gives D_stsp = inf at once (and λ_max = NaN when its
+    last state is not finite); a collapsed one (fixed point, short cycle) or one far from the
+    data takes seconds to tens of seconds; D_stsp's brute-force work is capped (see
     [`state_space_divergence`][], `max_evals`), and `D_stsp_status` says when the cap bit.
 
     **Returns:** a dict with `D_stsp`, `D_stsp_stderr`, `D_H`, `RMSE_n`, `lambda_max` (per
