@@ -1,6 +1,7 @@
-"""D_stsp estimators: time and accuracy at the paper's scale (SPEC §8, App. G).
+"""D_stsp estimators: time and accuracy at the paper's scale (Hess, Götz & Durstewitz (2026),
+arXiv:2605.12683, App. G).
 
-    python -m benchmarks.dstsp [--quick] --out DIR
+    python -m benchmarks.dstsp [--quick] [--collapsed] --out DIR
 
 Cases: Lorenz-63 (d = 3) and the delay-embedded bursting neuron (2 observed variables,
 m = 7, tau = 1024, d = 14), each with a "same" generated orbit (same system, other initial
@@ -14,6 +15,12 @@ condition: D ≈ 0) and a "model" orbit (perturbed parameter). For each case:
 
 Writes DIR/dstsp.json and prints a table. Data are generated here (RK4 in JAX), independent of
 `data_gen`.
+
+`--collapsed`: instead, the orbits a failed model produces, against Lorenz-63 test data
+(T1 = 10^5, T2 = 3·10^5, the default n = 10^6; `--quick`: T1 = 2·10^4): stuck at a fixed
+point, on a period-5 cycle, converging to a fixed point (no two points identical), far off
+(shifted by 50 standard deviations), and the binning estimator; wall time, value, status and
+note of each. Writes DIR/dstsp_collapsed.json.
 """
 
 from __future__ import annotations
@@ -133,13 +140,54 @@ def run_one(case, d, kind, x_true, x_gen, T1, n, method, embedding, key):
                 approx_stderr=res.approx_stderr, n_check=res.n_check)
 
 
+def collapsed_orbits(x: np.ndarray, T2: int) -> dict:
+    """Generated orbits of failed models, against the true orbit `x`."""
+    lor = dict(sigma=10.0, rho=28.0, beta=8.0 / 3.0)
+    fp = np.array([6 * np.sqrt(2), 6 * np.sqrt(2), 27.0], np.float32).astype(np.float64)
+    rng = np.random.default_rng(0)
+    return {
+        "fixed_point": np.tile(fp, (T2, 1)),
+        "cycle_5": np.tile(x[::997][:5].astype(np.float32).astype(np.float64), (T2 // 5, 1)),
+        "converging": fp + 1e-6 * rng.normal(size=(T2, 3)) * np.exp(-np.arange(T2) / T2)[:, None],
+        "far_off": integrate(lorenz_field, lor, (-3.0, 2.0, 20.0), 0.01, T2, 1_000)
+        + 50 * x.std(0),
+    }
+
+
+def run_collapsed(args, out: pathlib.Path) -> None:
+    T1 = 20_000 if args.quick else 100_000
+    lor = dict(sigma=10.0, rho=28.0, beta=8.0 / 3.0)
+    x = integrate(lorenz_field, lor, (1.0, 1.0, 1.0), 0.01, T1, 1_000)
+    rows = []
+    runs = [(k, y, "auto") for k, y in collapsed_orbits(x, 3 * T1).items()]
+    runs.append(("fixed_point", runs[0][1], "bins"))
+    for kind, y, method in runs:
+        t0 = time.perf_counter()
+        res = state_space_divergence(x, y, key=jax.random.key(0), method=method, progress=False)
+        wall = time.perf_counter() - t0
+        rows.append(dict(orbit=kind, T1=T1, T2=len(y), n=res.n_samples, method=res.method,
+                         wall_s=wall, value=res.value, stderr=res.stderr, n_check=res.n_check,
+                         status=res.status, note=res.note))
+        print(f"{kind:12s} {res.method:9s} {wall:8.1f} s  D = {res.value:10.4f} ± "
+              f"{res.stderr:.2e}  {res.status}  {res.note}", flush=True)
+    meta = dict(quick=args.quick, cpu_count=os.cpu_count(), loadavg=os.getloadavg(),
+                jax=jax.__version__, platform=platform.platform())
+    with open(out / "dstsp_collapsed.json", "w") as fh:
+        json.dump(dict(meta=meta, rows=rows), fh, indent=2, default=float)
+    print(f"\nwrote {out / 'dstsp_collapsed.json'}  (load average {meta['loadavg'][0]:.1f})")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="small sizes (about a minute)")
+    ap.add_argument("--collapsed", action="store_true",
+                    help="orbits of failed models (fixed point, cycle, far off): time bounds")
     ap.add_argument("--out", default="results/dstsp")
     args = ap.parse_args(argv)
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if args.collapsed:
+        return run_collapsed(args, out)
 
     if args.quick:
         small, full = (2_000, 20_000), (20_000, 200_000)

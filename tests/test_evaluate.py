@@ -1,5 +1,6 @@
 """Model-based measures: RMSE(n) and `evaluate`."""
 
+import time
 import warnings
 
 import equinox as eqx
@@ -7,9 +8,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import random_shplrnn
 
 import dsr
-from helpers import random_shplrnn
 
 
 def self_generated(model, T, z0):
@@ -55,3 +56,80 @@ def test_evaluate_all_measures_and_divergence():
         out = dsr.metrics.evaluate(blown, x, key=jax.random.key(0), warmup=32, n_rmse=16,
                                    n_windows=5, n_samples=2000, lyapunov_steps=500, gen_factor=1)
     assert out["D_stsp"] == np.inf and any("diverg" in str(x.message).lower() for x in w)
+
+
+def test_evaluate_collapsed_orbit_is_fast_and_reported():
+    # a contracting model: the free run sits on a fixed point within a few hundred steps
+    model = random_shplrnn(3, 3, seed=2, scale=0.3, random_B=False)
+    x = self_generated(model, 600, jnp.array([0.5, -0.3, 0.2]))
+    still = eqx.tree_at(lambda m: (m.A_bar, m.W_L), model, (jnp.full(3, 0.1), model.W_L * 0.0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # D_H: constant dimensions
+        out = dsr.metrics.evaluate(still, x, key=jax.random.key(0), warmup=32, n_rmse=16,
+                                   n_windows=5, n_samples=2000, lyapunov_steps=500)
+    assert out["status"] == "collapsed" and "fixed point" in out["notes"][0]
+    assert np.isfinite(out["D_stsp"]) and out["D_stsp"] > 1.0 and out["D_H"] > 0.3
+    assert not out["diverged"] and out["D_stsp_status"] == "ok"
+
+
+_M = random_shplrnn(3, 3, seed=2, scale=0.3, random_B=False)
+_XT = np.random.default_rng(0).normal(size=(600, 3))
+_KEY = jax.random.key(0)
+
+
+def _ev(**kw):
+    base = {"key": _KEY, "warmup": 32, "n_rmse": 16, "n_windows": 5, "n_samples": 2000,
+            "lyapunov_steps": 500}
+    data = kw.pop("dataset", _XT)
+    return lambda: dsr.metrics.evaluate(kw.pop("model", _M), data, **{**base, **kw})
+
+
+def _rm(model=_M, x=_XT, n=8, **kw):
+    return lambda: dsr.metrics.rmse_n(model, x, n, **{"warmup": 4, "key": _KEY, **kw})
+
+
+BAD_EVALUATE_INPUTS = {
+    "evaluate_key_int": (_ev(key=0), TypeError, "key"),
+    "evaluate_n_samples_1": (_ev(n_samples=1), ValueError, "n_samples"),
+    "evaluate_smoothing_str": (_ev(smoothing="20"), TypeError, "smoothing"),
+    "evaluate_gen_factor_0": (_ev(gen_factor=0), ValueError, "gen_factor"),
+    "evaluate_gen_factor_bool": (_ev(gen_factor=True), TypeError, "gen_factor"),
+    "evaluate_warmup_float": (_ev(warmup=32.0), TypeError, "warmup"),
+    "evaluate_warmup_too_long": (_ev(warmup=590), ValueError, "warmup"),
+    "evaluate_n_windows_0": (_ev(n_windows=0), ValueError, "n_windows"),
+    "evaluate_lyapunov_bool": (_ev(lyapunov_steps=True), TypeError, "lyapunov_steps"),
+    "evaluate_embedding_str": (_ev(embedding="auto"), ValueError, "embedding"),
+    "evaluate_embedding_single": (_ev(embedding=(3,)), ValueError, "embedding"),
+    "evaluate_embedding_tau_0": (_ev(embedding=(2, 0)), ValueError, "tau"),
+    "evaluate_progress_str": (_ev(progress="no"), TypeError, "progress"),
+    "evaluate_model_str": (_ev(model="shplrnn"), TypeError, "model"),
+    "evaluate_data_dims": (_ev(dataset=_XT[:, :2]), ValueError, "dataset"),
+    "evaluate_data_nan": (_ev(dataset=np.where(_XT > 2, np.nan, _XT)), ValueError, "dataset"),
+    "evaluate_data_short": (_ev(dataset=_XT[:100], warmup=8, n_rmse=8), ValueError, "dataset"),
+    "rmse_model_str": (_rm(model="m"), TypeError, "model"),
+    "rmse_x_nan": (_rm(x=np.where(_XT > 2, np.nan, _XT)), ValueError, "x_test"),
+    "rmse_x_3d": (_rm(x=_XT[None]), ValueError, "x_test"),
+    "rmse_n_0": (_rm(n=0), ValueError, "n"),
+    "rmse_n_bool": (_rm(n=True), TypeError, "n"),
+    "rmse_warmup_str": (_rm(warmup="4"), TypeError, "warmup"),
+    "rmse_n_windows_float": (_rm(n_windows=1.5), TypeError, "n_windows"),
+    "rmse_key_int": (_rm(key=0), TypeError, "key"),
+    "rmse_return_all_str": (_rm(return_all="yes"), TypeError, "return_all"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_EVALUATE_INPUTS))
+def test_bad_evaluate_inputs_raise_fast(case):
+    fn, exc, name = BAD_EVALUATE_INPUTS[case]
+    t0 = time.perf_counter()
+    with pytest.raises(exc, match=f"`{name}`"):
+        fn()
+    assert time.perf_counter() - t0 < 1.0
+
+
+def test_rmse_integer_types():
+    x = self_generated(_M, 200, jnp.array([0.5, -0.3, 0.2]))
+    ref = dsr.metrics.rmse_n(_M, x, 8, warmup=4, n_windows=3, key=_KEY)
+    got = dsr.metrics.rmse_n(_M, x, np.int64(8), warmup=np.int32(4), n_windows=np.uint8(3),
+                             key=_KEY)
+    assert got == ref

@@ -1,29 +1,20 @@
-"""Delay embedding of a multivariate time series (Takens; App. G, Eq. 69)."""
+"""Delay embedding of a multivariate time series (Takens; Hess, Götz & Durstewitz (2026),
+arXiv:2605.12683, App. G, Eq. 69)."""
 
 from __future__ import annotations
-
-import operator
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
-
-def _as_index(value, name: str, minimum: int) -> int:
-    try:
-        out = operator.index(value)
-    except TypeError:
-        raise TypeError(f"`{name}` must be an integer, got {type(value).__name__}.") from None
-    if out < minimum:
-        raise ValueError(f"`{name}` must be >= {minimum}, got {out}.")
-    return out
+from .._checks import check_int
 
 
 def embedding_window(m: int, tau: int) -> int:
     """Number of time steps one delay vector spans, `(m - 1) * tau + 1`."""
-    m = _as_index(m, "m", 1)
-    tau = _as_index(tau, "tau", 1)
+    m = check_int("m", m, 1)
+    tau = check_int("tau", tau, 1)
     return (m - 1) * tau + 1
 
 
@@ -33,8 +24,8 @@ def delay_embed(x: Float[ArrayLike, "T N"], m: int, tau: int) -> Float[Array, "T
     **Arguments:**
 
     - `x`: time series of shape `(T, N)` (a 1-D series is read as `(T, 1)`).
-    - `m`: embedding dimension (number of delayed copies), `m >= 1`.
-    - `tau`: delay in time steps, `tau >= 1`.
+    - `m`: embedding dimension (number of delayed copies), an integer `m >= 1`.
+    - `tau`: delay in time steps, an integer `tau >= 1`.
 
     **Returns:**
 
@@ -49,6 +40,7 @@ def delay_embed(x: Float[ArrayLike, "T N"], m: int, tau: int) -> Float[Array, "T
     ```
     """
     window = embedding_window(m, tau)
+    m, tau = int(m), int(tau)
     xp = np if isinstance(x, np.ndarray) or not isinstance(x, jax.Array) else jnp
     x = xp.asarray(x)
     if x.ndim == 1:

@@ -1,19 +1,26 @@
-"""All measures of a trained model on a data set (papers/001 App. G)."""
+"""All measures of a trained model on a data set (Hess, Götz & Durstewitz (2026),
+arXiv:2605.12683, App. G), built from per-measure pieces that an ensemble version can reuse:
+[`evaluation_settings`][] (validation, before any compilation), [`free_orbit`][],
+[`orbit_report`][], [`dstsp_measure`][], [`spectrum_measure`][], [`rmse_measure`][] and
+[`lyapunov_measure`][], each returning its entries of the result dict."""
 
 from __future__ import annotations
 
 import warnings
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 from jaxtyping import PRNGKeyArray
 
+from .._checks import check_bool, check_int, check_key, check_real
 from .._generate import generate
-from ._dstsp import state_space_divergence
+from ._dstsp import MIN_SAMPLES, state_space_divergence
+from ._embedding import embedding_window
 from ._lyapunov import lyapunov_spectrum
-from ._rmse import rmse_n
-from ._spectrum import power_spectrum_distance
+from ._orbits import as_model_input, as_orbit, collapse_note, divergence_reason
+from ._progress import Progress
+from ._rmse import check_model, rmse_n
+from ._spectrum import min_length, power_spectrum_distance
 
 #: Delay embeddings (m, τ) used by the paper for D_stsp^DE (App. G).
 PAPER_EMBEDDINGS = {
@@ -22,12 +29,108 @@ PAPER_EMBEDDINGS = {
     "lorenz63_partial": (3, 10),
 }
 
+#: A generated orbit farther than this many true standard deviations counts as diverged.
+DIVERGENCE_THRESHOLD = 1e6
+
 
 def default_embedding(dataset, obs_dim: int):
     system = (getattr(dataset, "meta", None) or {}).get("system")
     if system == "lorenz63" and obs_dim < 3:
         return PAPER_EMBEDDINGS["lorenz63_partial"]
     return PAPER_EMBEDDINGS.get(system)
+
+
+def _check_embedding(embedding, dataset, T: int, N: int):
+    if isinstance(embedding, str):
+        if embedding != "paper":
+            raise ValueError(f"`embedding` must be 'paper', None or a pair (m, tau); got "
+                             f"{embedding!r}.")
+        embedding = default_embedding(dataset, N)
+    if embedding is None:
+        return None
+    try:
+        m, tau = embedding
+    except (TypeError, ValueError):
+        raise ValueError(f"`embedding` must be 'paper', None or a pair (m, tau); got "
+                         f"{embedding!r}.") from None
+    if embedding_window(m, tau) - 1 >= T // 2:
+        warnings.warn(f"embedding {embedding} too long for {T} test steps; dropped.",
+                      stacklevel=3)
+        return None
+    return int(m), int(tau)
+
+
+def evaluation_settings(model, dataset, *, warmup, n_rmse, n_windows, n_samples, embedding,
+                        gen_factor, smoothing, lyapunov_steps) -> tuple[np.ndarray, dict]:
+    """The test orbit `(T, N)` and the validated settings of [`evaluate`][]; raises naming the
+    argument, before any compilation."""
+    check_model(model)
+    x = as_orbit("dataset", getattr(dataset, "test", dataset), n_dims=model.obs_dim,
+                 like="the model's `obs_dim`")
+    dt = getattr(dataset, "dt", None)  # None (an array, or a data set of a map): per step
+    dt = 1.0 if dt is None else check_real("dataset.dt", dt, 0.0, lo_open=True)
+    s = {"warmup": check_int("warmup", warmup, 1), "n_rmse": check_int("n_rmse", n_rmse, 1),
+         "n_windows": check_int("n_windows", n_windows, 1),
+         "n_samples": check_int("n_samples", n_samples, MIN_SAMPLES),
+         "embedding": _check_embedding(embedding, dataset, *x.shape),
+         "n_gen": check_int("gen_factor", gen_factor, 1) * x.shape[0],
+         "smoothing": check_real("smoothing", smoothing, 0.0), "dt": dt,
+         "lyapunov_steps": check_int("lyapunov_steps", lyapunov_steps, 1)}
+    if x.shape[0] < s["warmup"] + s["n_rmse"]:
+        raise ValueError(f"`dataset` has {x.shape[0]} test steps; `warmup` + `n_rmse` = "
+                         f"{s['warmup'] + s['n_rmse']} are needed.")
+    if x.shape[0] < min_length(s["smoothing"]):
+        raise ValueError(f"`dataset` has {x.shape[0]} test steps; D_H with `smoothing`="
+                         f"{s['smoothing']:g} needs at least {min_length(s['smoothing'])}.")
+    return x, s
+
+
+def free_orbit(model, x: np.ndarray, settings: dict):
+    """Warm up on `x[:warmup]`, run freely for `n_gen` steps: `(x_gen float64, last latent)`."""
+    x_gen, z_gen = generate(model, settings["n_gen"], return_latents=True,
+                            context=as_model_input(model, x[: settings["warmup"]]))
+    return np.asarray(x_gen, np.float64), z_gen[-1]
+
+
+def orbit_report(x: np.ndarray, x_gen: np.ndarray) -> dict:
+    """`diverged` and `status` (`"ok"`, `"diverged"` or `"collapsed"`) of the free orbit, and
+    `notes` saying why."""
+    why = divergence_reason(x_gen, x, DIVERGENCE_THRESHOLD)
+    if why is not None:
+        return {"diverged": True, "status": "diverged",
+                "notes": [f"the free-running orbit has diverged ({why})."]}
+    note = collapse_note(x_gen, x)
+    return {"diverged": False, "status": "ok" if note is None else "collapsed",
+            "notes": [] if note is None else [note]}
+
+
+def dstsp_measure(x, x_gen, settings: dict, key, progress=None) -> dict:
+    """`D_stsp`, `D_stsp_stderr` and `D_stsp_status` (with `D_stsp_note`)."""
+    d = state_space_divergence(x, x_gen, n_samples=settings["n_samples"], key=key,
+                               embedding=settings["embedding"], progress=progress,
+                               divergence_threshold=DIVERGENCE_THRESHOLD)
+    return {"D_stsp": float(d.value), "D_stsp_stderr": float(d.stderr),
+            "D_stsp_status": d.status, "D_stsp_note": d.note}
+
+
+def spectrum_measure(x, x_gen, settings: dict) -> dict:
+    """`D_H`, the power-spectrum Hellinger distance."""
+    return {"D_H": power_spectrum_distance(x, x_gen, smoothing=settings["smoothing"])}
+
+
+def rmse_measure(model, x, settings: dict, key) -> dict:
+    """`RMSE_n`, the `n_rmse`-step forecast error over `n_windows` windows."""
+    return {"RMSE_n": rmse_n(model, x, settings["n_rmse"], warmup=settings["warmup"],
+                             n_windows=settings["n_windows"], key=key)}
+
+
+def lyapunov_measure(model, z0, settings: dict) -> dict:
+    """`lambda_max` per time unit (NaN when the orbit's last state is not finite)."""
+    if not bool(np.all(np.isfinite(np.asarray(z0)))):
+        return {"lambda_max": float("nan")}
+    lam = lyapunov_spectrum(model.step, model.jacobian, z0, settings["lyapunov_steps"],
+                            dt=settings["dt"], n_transient=1000, n_exponents=1)
+    return {"lambda_max": float(lam[0])}
 
 
 def evaluate(
@@ -43,6 +146,7 @@ def evaluate(
     gen_factor: int = 3,
     smoothing: float = 20.0,
     lyapunov_steps: int = 20_000,
+    progress: bool | None = None,
 ) -> dict:
     """Warm up on the test data, generate a free orbit of `gen_factor ×` the test length and
     return every measure with the settings used.
@@ -51,38 +155,40 @@ def evaluate(
     test array (T, N); `key`; `warmup`: context length for the warm-up and for RMSE(n);
     `n_rmse`, `n_windows`: RMSE(n) settings; `n_samples`: D_stsp Monte-Carlo samples;
     `embedding`: `"paper"` (App. G settings for the system, none for fully observed
-    Lorenz-63), `None` or `(m, τ)`; `smoothing`: D_H kernel width; `lyapunov_steps`.
+    Lorenz-63), `None` or `(m, τ)`; `smoothing`: D_H kernel width; `lyapunov_steps`;
+    `progress`: tqdm bars naming each step (default: only for long evaluations).
+
+    **Time.** Bounded: a diverged orbit gives D_stsp = inf at once (and λ_max = NaN when its
+    last state is not finite); a collapsed one (fixed point, short cycle) or one far from the
+    data takes seconds to tens of seconds; D_stsp's brute-force work is capped (see
+    [`state_space_divergence`][], `max_evals`), and `D_stsp_status` says when the cap bit.
 
     **Returns:** a dict with `D_stsp`, `D_stsp_stderr`, `D_H`, `RMSE_n`, `lambda_max` (per
-    time unit when the data set has `dt`, else per step), `diverged`, and `settings`.
+    time unit when the data set has `dt`, else per step), `diverged`, `settings`, and
+    `status` (`"ok"`, `"diverged"` or `"collapsed"`), `notes` (why), `D_stsp_status`,
+    `D_stsp_note`.
     """
-    x = np.asarray(getattr(dataset, "test", dataset))
-    dt = float(getattr(dataset, "dt", 1.0) or 1.0)
-    if embedding == "paper":
-        embedding = default_embedding(dataset, x.shape[1])
-    if embedding is not None and (embedding[0] - 1) * embedding[1] >= x.shape[0] // 2:
-        warnings.warn(f"embedding {embedding} too long for {x.shape[0]} test steps; dropped.",
-                      stacklevel=2)
-        embedding = None
-    k1, k2, k3 = jax.random.split(key, 3)
-    dtype = jnp.asarray(jax.tree_util.tree_leaves(model)[0]).dtype
-    n_gen = gen_factor * x.shape[0]
-    x_gen, z_gen = generate(model, n_gen, context=jnp.asarray(x[:warmup], dtype),
-                            return_latents=True)
-    x_gen = np.asarray(x_gen, np.float64)
-    diverged = not bool(np.all(np.isfinite(x_gen)))
-    d = state_space_divergence(x, x_gen, n_samples=n_samples, embedding=embedding, key=k1)
-    dh = power_spectrum_distance(x, x_gen, smoothing=smoothing)
-    rm = rmse_n(model, x, n_rmse, warmup=warmup, n_windows=n_windows, key=k2)
-    lam = float("nan")
-    if not diverged:
-        z0 = z_gen[-1]
-        lam = float(lyapunov_spectrum(model.step, model.jacobian, z0, lyapunov_steps, dt=dt,
-                                      n_transient=1000, n_exponents=1)[0])
-    return {
-        "D_stsp": float(d.value), "D_stsp_stderr": float(d.stderr), "D_H": float(dh),
-        "RMSE_n": rm, "lambda_max": lam, "diverged": diverged,
-        "settings": {"warmup": warmup, "n_rmse": n_rmse, "n_windows": n_windows,
-                     "n_samples": n_samples, "embedding": embedding, "n_gen": n_gen,
-                     "smoothing": smoothing, "dt": dt, "lyapunov_steps": lyapunov_steps},
-    }
+    x, s = evaluation_settings(
+        model, dataset, warmup=warmup, n_rmse=n_rmse, n_windows=n_windows, n_samples=n_samples,
+        embedding=embedding, gen_factor=gen_factor, smoothing=smoothing,
+        lyapunov_steps=lyapunov_steps)
+    key = check_key("key", key)
+    progress = None if progress is None else check_bool("progress", progress)
+    k1, k2, _ = jax.random.split(key, 3)
+    show = progress if progress is not None else s["n_samples"] * (x.shape[0] + s["n_gen"]) > 3e9
+    with Progress(show, "evaluate: free-running orbit", total=5) as bar:
+        x_gen, z_last = free_orbit(model, x, s)
+        out = orbit_report(x, x_gen)
+        for desc, measure in (
+            ("D_stsp", lambda: dstsp_measure(x, x_gen, s, k1, progress)),
+            ("D_H", lambda: spectrum_measure(x, x_gen, s)),
+            ("RMSE(n)", lambda: rmse_measure(model, x, s, k2)),
+            ("λ_max", lambda: lyapunov_measure(model, z_last, s)),
+        ):
+            bar.update()
+            bar.stage(f"evaluate: {desc}")
+            out.update(measure())
+        bar.update()
+    if out["D_stsp_note"] and out["D_stsp_status"] == "budget":
+        out["notes"].append(out["D_stsp_note"])
+    return {**out, "settings": s}

@@ -9,50 +9,23 @@ $\lambda_i = \frac{1}{n\,\Delta t}\sum_t \log |(R_t)_{ii}|$. Everything runs ins
 from __future__ import annotations
 
 import inspect
-import operator
-from typing import Callable
+from collections.abc import Callable
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float
 
-
-def _check_counts(n_steps, n_transient):
-    try:
-        n_steps = operator.index(n_steps)
-        n_transient = operator.index(n_transient)
-    except TypeError:
-        raise TypeError("`n_steps` and `n_transient` must be integers.") from None
-    if n_steps < 1:
-        raise ValueError(f"`n_steps` must be >= 1, got {n_steps}.")
-    if n_transient < 0:
-        raise ValueError(f"`n_transient` must be >= 0, got {n_transient}.")
-    return n_steps, n_transient
+from .._checks import check_int, check_real
+from ._orbits import as_state
 
 
-def _check_dt(dt):
-    dt = float(dt)
-    if not dt > 0:
-        raise ValueError(f"`dt` must be positive, got {dt}.")
-    return dt
+def _check_counts(n_steps, n_transient, dt):
+    return (check_int("n_steps", n_steps, 1), check_int("n_transient", n_transient, 0),
+            check_real("dt", dt, 0.0, lo_open=True))
 
 
 @eqx.filter_jit
-def _check_state(x, name, n_exponents):
-    """A float state of shape (M,) and the number k of exponents, 1 ≤ k ≤ M."""
-    x = jnp.asarray(x)
-    if x.ndim != 1:
-        raise ValueError(f"`{name}` must have shape (M,), got {x.shape}.")
-    if not jnp.issubdtype(x.dtype, jnp.floating):
-        x = x.astype(float)
-    M = x.shape[0]
-    k = M if n_exponents is None else operator.index(n_exponents)
-    if not 1 <= k <= M:
-        raise ValueError(f"`n_exponents` must be in [1, {M}], got {k}.")
-    return x, k
-
-
 def _qr_spectrum(step, jacobian, z0, n_steps, n_transient, k):
     M = z0.shape[0]
     q0 = jnp.eye(M, k, dtype=z0.dtype)
@@ -117,9 +90,8 @@ def lyapunov_spectrum(
     lams = lyapunov_spectrum(model.step, model.jacobian, z0, 10_000)
     ```
     """
-    n_steps, n_transient = _check_counts(n_steps, n_transient)
-    dt = _check_dt(dt)
-    z0, k = _check_state(z0, "z0", n_exponents)
+    n_steps, n_transient, dt = _check_counts(n_steps, n_transient, dt)
+    z0, k = as_state("z0", z0, n_exponents)
     lams = _qr_spectrum(step, jacobian, z0, n_steps, n_transient, k) / dt
     return jnp.sort(lams)[::-1]
 
@@ -138,13 +110,8 @@ def max_lyapunov(
     Same arguments as [`lyapunov_spectrum`][]; the tangent vector starts along
     `(1, 1, ..., 1)/sqrt(M)`. Returns a scalar per unit time.
     """
-    n_steps, n_transient = _check_counts(n_steps, n_transient)
-    dt = _check_dt(dt)
-    z0 = jnp.asarray(z0)
-    if z0.ndim != 1:
-        raise ValueError(f"`z0` must have shape (M,), got {z0.shape}.")
-    if not jnp.issubdtype(z0.dtype, jnp.floating):
-        z0 = z0.astype(float)
+    n_steps, n_transient, dt = _check_counts(n_steps, n_transient, dt)
+    z0, _ = as_state("z0", z0)
     v0 = jnp.ones_like(z0) / jnp.sqrt(z0.shape[0])
     return _tangent_max(step, jacobian, z0, v0, n_steps, n_transient) / dt
 
@@ -262,9 +229,8 @@ def vector_field_lyapunov_spectrum(
     # ≈ (0.906, 0.0, -14.57)
     ```
     """
-    n_steps, n_transient = _check_counts(n_steps, n_transient)
-    dt = _check_dt(dt)
-    x0, k = _check_state(x0, "x0", n_exponents)
+    n_steps, n_transient, dt = _check_counts(n_steps, n_transient, dt)
+    x0, k = as_state("x0", x0, n_exponents)
     rk = _RK4Map(_as_field(f, args), dt)
     y0 = jnp.concatenate([jnp.asarray([t0], x0.dtype), x0])
     lams = _field_qr(rk, y0, n_steps, n_transient, k) / dt
