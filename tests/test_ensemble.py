@@ -141,3 +141,26 @@ def test_sharded_equals_unsharded_on_four_cpu_devices():
     out = subprocess.run([sys.executable, "-c", SHARDED], capture_output=True, text=True,
                          env=env, timeout=600)
     assert "SHARDED-OK" in out.stdout, out.stderr[-3000:]
+
+
+def test_evaluate_ensemble_per_member_and_summary():
+    """Member i of `evaluate(ens)` equals `evaluate(ens[i])` with key split(key, K)[i]; a
+    member whose orbit blows up counts as diverged (D_stsp = inf) in the summary."""
+    ens = dsr.ensemble(make, 2, key=KEY)
+    bad = eqx.tree_at(lambda m: m.W_L, ens[1], jnp.full_like(ens[1].W_L, jnp.inf))
+    ens = dsr.Ensemble.from_members([ens[0], bad, ens[0]])
+    kw = dict(n_samples=1000, warmup=20, n_rmse=10, n_windows=4, lyapunov_steps=200,
+              embedding=None, smoothing=1.0)
+    key = jax.random.key(3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = dsr.metrics.evaluate(ens, X[:400], key=key, **kw)
+        solo = dsr.metrics.evaluate(ens[2], X[:400], key=jax.random.split(key, 3)[2], **kw)
+    assert out["D_stsp"].shape == (3,) and out["diverged"].tolist() == [False, True, False]
+    assert np.isinf(out["D_stsp"][1])
+    for m in ("D_stsp", "D_H", "RMSE_n", "lambda_max"):
+        np.testing.assert_allclose(out[m][2], solo[m], rtol=1e-8)
+    s = out["summary"]
+    assert s["members"] == 3 and s["n_diverged"] == 1
+    assert s["D_stsp"]["n"] == 3 and s["D_stsp"]["median"] == pytest.approx(
+        float(np.median(out["D_stsp"])))

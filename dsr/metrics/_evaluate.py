@@ -13,9 +13,11 @@ import numpy as np
 from jaxtyping import PRNGKeyArray
 
 from .._checks import check_bool, check_int, check_key, check_real
+from .._ensemble import Ensemble
 from .._generate import generate
 from ._dstsp import MIN_SAMPLES, state_space_divergence
 from ._embedding import embedding_window
+from ._evaluate_ensemble import evaluate_ensemble
 from ._lyapunov import lyapunov_spectrum
 from ._orbits import as_model_input, as_orbit, collapse_note, divergence_reason
 from ._progress import Progress
@@ -64,8 +66,8 @@ def evaluation_settings(model, dataset, *, warmup, n_rmse, n_windows, n_samples,
                         gen_factor, smoothing, lyapunov_steps) -> tuple[np.ndarray, dict]:
     """The test orbit `(T, N)` and the validated settings of [`evaluate`][]; raises naming the
     argument, before any compilation."""
-    check_model(model)
-    x = as_orbit("dataset", getattr(dataset, "test", dataset), n_dims=model.obs_dim,
+    one = check_model(model[0] if isinstance(model, Ensemble) else model)
+    x = as_orbit("dataset", getattr(dataset, "test", dataset), n_dims=one.obs_dim,
                  like="the model's `obs_dim`")
     dt = getattr(dataset, "dt", None)  # None (an array, or a data set of a map): per step
     dt = 1.0 if dt is None else check_real("dataset.dt", dt, 0.0, lo_open=True)
@@ -167,6 +169,13 @@ def evaluate(
     time unit when the data set has `dt`, else per step), `diverged`, `settings`, and
     `status` (`"ok"`, `"diverged"` or `"collapsed"`), `notes` (why), `D_stsp_status`,
     `D_stsp_note`.
+
+    **Ensembles.** For an `Ensemble` of K members the free orbits are generated in one
+    vmapped call; each scalar measure is an array `(K,)`, `diverged` a bool array,
+    `status`/`notes`/`D_stsp_status`/`D_stsp_note` lists, and `summary` holds, per measure,
+    `{"median", "mad", "n"}` over all members (diverged members enter with D_stsp = inf),
+    with `members`, `n_diverged` and `n_collapsed`. Member i is evaluated with
+    `jax.random.split(key, K)[i]`, so it matches `evaluate(ens[i], ..., key=that key)`.
     """
     x, s = evaluation_settings(
         model, dataset, warmup=warmup, n_rmse=n_rmse, n_windows=n_windows, n_samples=n_samples,
@@ -174,21 +183,28 @@ def evaluate(
         lyapunov_steps=lyapunov_steps)
     key = check_key("key", key)
     progress = None if progress is None else check_bool("progress", progress)
-    k1, k2, _ = jax.random.split(key, 3)
-    show = progress if progress is not None else s["n_samples"] * (x.shape[0] + s["n_gen"]) > 3e9
-    with Progress(show, "evaluate: free-running orbit", total=5) as bar:
+    K = len(model) if isinstance(model, Ensemble) else 1
+    work = K * s["n_samples"] * (x.shape[0] + s["n_gen"])
+    show = progress if progress is not None else work > 3e9
+    if isinstance(model, Ensemble):
+        return evaluate_ensemble(model, x, s, key, show, _member_measures)
+    with Progress(show, "evaluate: free-running orbit", total=2) as bar:
         x_gen, z_last = free_orbit(model, x, s)
-        out = orbit_report(x, x_gen)
-        for desc, measure in (
-            ("D_stsp", lambda: dstsp_measure(x, x_gen, s, k1, progress)),
-            ("D_H", lambda: spectrum_measure(x, x_gen, s)),
-            ("RMSE(n)", lambda: rmse_measure(model, x, s, k2)),
-            ("λ_max", lambda: lyapunov_measure(model, z_last, s)),
-        ):
-            bar.update()
-            bar.stage(f"evaluate: {desc}")
-            out.update(measure())
         bar.update()
+        bar.stage("evaluate: D_stsp, D_H, RMSE(n), λ_max")
+        out = _member_measures(model, x, x_gen, z_last, s, key, progress)
+        bar.update()
+    return {**out, "settings": s}
+
+
+def _member_measures(model, x, x_gen, z_last, s: dict, key, progress=None) -> dict:
+    """Every measure of one model from its free orbit `x_gen` (and last latent `z_last`)."""
+    k1, k2, _ = jax.random.split(key, 3)
+    out = orbit_report(x, x_gen)
+    out.update(dstsp_measure(x, x_gen, s, k1, progress))
+    out.update(spectrum_measure(x, x_gen, s))
+    out.update(rmse_measure(model, x, s, k2))
+    out.update(lyapunov_measure(model, z_last, s))
     if out["D_stsp_note"] and out["D_stsp_status"] == "budget":
         out["notes"].append(out["D_stsp_note"])
-    return {**out, "settings": s}
+    return out
