@@ -12,7 +12,7 @@ from .._serialization import load
 from ._data import Standardization, load_recordings
 from ._errors import CLIError
 from ._evaluation import eval_settings, evaluate_run, free_runs, table
-from ._options import EVAL_OPTIONS, resolve
+from ._options import EVAL_OPTIONS, OUTPUT, resolve
 from ._plots import autocorrelation_delay, draw
 from ._run import RunFolder, now, read_history, run_keys
 
@@ -72,7 +72,8 @@ def draw_reference(run: RunFolder, model, train_x, opts, std, names, dt, hist) -
 def run_evaluate(flags: dict, config_path) -> int:
     run = RunFolder(flags["run_dir"])
     cfg = run.read_config()
-    base = {k: cfg["options"][k] for k in (o.name for o in EVAL_OPTIONS)}
+    output = {o.name for o in OUTPUT}  # per command, not inherited from the fit
+    base = {k: v for k, v in cfg["options"].items() if k not in output}
     opts, _ = resolve(EVAL_OPTIONS, flags, config_path, base=base)
     test = flags.get("test") or cfg["options"].get("test")
     if test is None:

@@ -55,7 +55,9 @@ def evaluate_members(model, test: TestSet, *, key, settings: dict, progress: boo
 
     bar = tqdm(members, desc="evaluate: D_stsp, D_H, RMSE(n), λ_max per member",
                disable=not progress or len(members) == 1, dynamic_ncols=True)
-    return [evaluate(m, test, key=key, **settings) for m in bar]
+    extra = {"progress": progress} if "progress" in inspect.signature(evaluate).parameters \
+        else {}  # evaluate's own bars (newer dsr)
+    return [evaluate(m, test, key=key, **settings, **extra) for m in bar]
 
 
 def free_runs(model, x_test: np.ndarray, settings: dict) -> np.ndarray:
@@ -85,12 +87,15 @@ def binned_dstsp(x_test, x_gens, embedding, key) -> tuple[list, str | None]:
 
 
 def median_mad(values) -> dict:
-    """Median and median absolute deviation of the finite values; `n`: how many."""
-    v = np.asarray([x for x in values if x is not None and math.isfinite(x)], np.float64)
+    """Median and median absolute deviation over the members; NaN (and missing) values
+    are left out (`n` says how many were used), inf (a diverged member's D_stsp) is kept."""
+    v = np.asarray([x for x in values if x is not None and not math.isnan(x)], np.float64)
     if not v.size:
         return {"median": math.nan, "mad": math.nan, "n": 0}
     med = float(np.median(v))
-    return {"median": med, "mad": float(np.median(np.abs(v - med))), "n": int(v.size)}
+    with np.errstate(invalid="ignore"):
+        mad = float(np.median(np.abs(v - med))) if math.isfinite(med) else math.nan
+    return {"median": med, "mad": mad, "n": int(v.size)}
 
 
 def _member_row(i: int, r: dict, bins) -> dict:

@@ -24,7 +24,7 @@ from . import _run
 from ._data import Standardization, load_recordings, sha256
 from ._errors import CLIError
 from ._evaluate import draw_reference, evaluate_and_draw
-from ._options import FIT_OPTIONS, IDENTITY, TRAINING_SETTINGS, resolve
+from ._options import FIT_OPTIONS, IDENTITY, OUTPUT, TRAINING_SETTINGS, resolve
 
 MODEL_CLASSES = {"shplrnn": ShPLRNN, "clipped": ClippedShPLRNN, "lssm": LSSM}
 
@@ -129,11 +129,11 @@ def new_fit(flags: dict, config_path, argv) -> int:
         raise CLIError("fit: give the run folder with --out RUN_DIR.")
     data = prepare_data(opts)
     opts = dict(opts, **_absolute_paths(opts))  # so that --resume works from any folder
-    run = _run.RunFolder(flags["out"])
-    run.create(flags.get("force", False))
     key_model, _, _ = _run.run_keys(opts["seed"])
     model = build_model(opts, len(data.names), 0 if data.inputs is None
                         else data.inputs[0].shape[1], key_model)
+    run = _run.RunFolder(flags["out"])
+    run.create(flags.get("force", False))
     cfg = {"dsr_run": _run.CONFIG_VERSION, "created": _run.now(), "options": opts,
            "data": _data_record(data), "standardization": data.std.as_dict(),
            "model": model_spec(model), "versions": _run.versions(), "device": _run.device(),
@@ -172,7 +172,8 @@ def resume_fit(flags: dict, config_path, argv) -> int:
     if flags.get("data"):
         raise CLIError("fit --resume: the run's data files are in its config.json; do not "
                        "give DATA.")
-    base = cfg["options"]
+    output = {o.name for o in OUTPUT}  # per command, not inherited from the first session
+    base = {k: v for k, v in cfg["options"].items() if k not in output}
     opts, given = resolve(FIT_OPTIONS, flags, config_path, base=base)
     mode = flags.get("resume_settings", "check")
     training = _check_resume_options(run, base, opts, given, mode)

@@ -57,13 +57,20 @@ def _add_options(parser: argparse.ArgumentParser, options: list[Option]) -> None
                            nargs="+" if o.name == "inputs" else None, help=help_text)
 
 
+def _run_dir_command(sub, name: str, summary: str, description: str):
+    p = sub.add_parser(name, help=summary, description=description,
+                       argument_default=argparse.SUPPRESS)
+    p.add_argument("run_dir", metavar="RUN_DIR")
+    return p
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m dsr", description=DESCRIPTION, epilog=EPILOG,
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 argument_default=argparse.SUPPRESS)
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
-    kw = dict(argument_default=argparse.SUPPRESS)
-    fit = sub.add_parser("fit", help="train on DATA, write a run folder", **kw,
+    fit = sub.add_parser("fit", help="train on DATA, write a run folder",
+                         argument_default=argparse.SUPPRESS,
                          description="Train a model (or --runs K as one ensemble) on DATA; "
                          "write RUN_DIR with config.json, model.eqx, checkpoint, history.csv, "
                          "metrics.json (with --test) and plots/.")
@@ -78,17 +85,15 @@ def build_parser() -> argparse.ArgumentParser:
                      "run's)")
     fit.add_argument("--force", action="store_true", help="replace an existing run in --out")
     _add_options(fit, FIT_OPTIONS)
-    ev = sub.add_parser("evaluate", help="measure a run on test data", **kw,
-                        description="Evaluate every member of the run in RUN_DIR on TEST: "
-                        "metrics.json (per member and median ± MAD) and plots/.")
-    ev.add_argument("run_dir", metavar="RUN_DIR")
+    ev = _run_dir_command(sub, "evaluate", "measure a run on test data",
+                          "Evaluate every member of the run in RUN_DIR on TEST: metrics.json "
+                          "(per member and median ± MAD) and plots/.")
     ev.add_argument("--test", metavar="TEST", help="test recording (default: the run's)")
     ev.add_argument("--config", metavar="FILE", help="settings file (.toml or .json)")
     _add_options(ev, EVAL_OPTIONS)
-    gen = sub.add_parser("generate", help="free-running orbit from a trained run", **kw,
-                         description="Warm the run's model up on a context, run it freely "
-                         "for --steps steps, save the orbit as .npy (original units).")
-    gen.add_argument("run_dir", metavar="RUN_DIR")
+    gen = _run_dir_command(sub, "generate", "free-running orbit from a trained run",
+                           "Warm the run's model up on a context, run it freely for --steps "
+                           "steps, save the orbit as .npy (original units).")
     gen.add_argument("--steps", required=True, metavar="N", help="steps to generate")
     gen.add_argument("--out", required=True, metavar="FILE.npy", help="output file")
     gen.add_argument("--context", metavar="FILE", help="recording to warm up on (default: "

@@ -264,7 +264,9 @@ def resolve(options: list[Option], flags: dict, config_path: str | None,
     """`(values, given)`: every option's value (flag > config file > `base` > default) and
     the names set by a flag or the file."""
     mine = {o.name for o in options}
-    values = {o.name: o.default for o in options} if base is None else dict(base)
+    values = {o.name: o.default for o in options}
+    if base is not None:  # a run's stored options (a newer option keeps its default)
+        values.update({k: v for k, v in base.items() if k in values})
     given = set()
     if config_path is not None:
         for name, v in read_config_file(config_path).items():

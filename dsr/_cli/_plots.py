@@ -31,21 +31,26 @@ def _save(fig, path: str) -> str:
 
 
 def plot_loss(history: dict, path: str) -> str:
-    """Training loss (log scale) and α per update, one line per member."""
+    """Training loss (log scale) per update, one line per member; α beside it if it
+    changed during training (adaptive α, or raised after failures)."""
     plt = _pyplot()
     loss = np.atleast_2d(np.asarray(history["loss"], np.float64))
     alpha = np.atleast_2d(np.asarray(history["alpha"], np.float64))
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.4))
+    varies = bool(np.ptp(alpha) > 0)
+    fig, axes = plt.subplots(1, 1 + varies, figsize=(5 + 5 * varies, 3.4), squeeze=False)
     steps = np.arange(1, loss.shape[1] + 1)
     for i, row in enumerate(loss):
-        axes[0].plot(steps, np.where(row > 0, row, np.nan), lw=0.8,
-                     label=f"member {i}" if len(loss) > 1 else None)
-        axes[1].plot(steps, alpha[min(i, len(alpha) - 1)], lw=0.8)
-    axes[0].set(yscale="log", xlabel="update", ylabel="loss (standardized units)",
-                title="training loss")
-    axes[1].set(xlabel="update", ylabel="α", title="GTF forcing α")
+        axes[0, 0].plot(steps, np.where(row > 0, row, np.nan), lw=0.8,
+                        label=f"member {i}" if len(loss) > 1 else None)
+        if varies:
+            axes[0, 1].plot(steps, alpha[min(i, len(alpha) - 1)], lw=0.8)
+    title = "training loss" + ("" if varies else f" (GTF α = {alpha.flat[0]:.3g})")
+    axes[0, 0].set(yscale="log", xlabel="update", ylabel="loss (standardized units)",
+                   title=title)
+    if varies:
+        axes[0, 1].set(xlabel="update", ylabel="α", title="GTF forcing α")
     if len(loss) > 1:
-        axes[0].legend(fontsize=7)
+        axes[0, 0].legend(fontsize=7)
     return _save(fig, path)
 
 

@@ -20,7 +20,6 @@ import datetime
 import functools
 import io
 import json
-import math
 import os
 import platform
 import sys
@@ -34,24 +33,20 @@ from ._errors import CLIError
 CONFIG_VERSION = 1
 
 
-def _plain(o):
-    """JSON-safe copy: NumPy scalars and arrays as Python values, non-finite floats as text."""
-    if isinstance(o, dict):
-        return {str(k): _plain(v) for k, v in o.items()}
-    if isinstance(o, (list, tuple)):
-        return [_plain(v) for v in o]
-    if isinstance(o, np.ndarray):
-        return _plain(o.tolist())
-    if isinstance(o, (np.floating, np.integer, np.bool_)):
-        o = o.item()
-    if isinstance(o, float) and not math.isfinite(o):
-        return "nan" if math.isnan(o) else ("inf" if o > 0 else "-inf")
-    return o
+_NON_FINITE = {"NaN": "nan", "Infinity": "inf", "-Infinity": "-inf"}
 
 
-def to_float(v) -> float:
-    """A number from `_plain`'s JSON (text for non-finite values) as a float."""
-    return float(v) if v is not None else math.nan
+def _numpy_default(o):
+    if isinstance(o, (np.ndarray, np.generic)):
+        return o.tolist()
+    raise TypeError(f"{type(o).__name__} is not JSON serializable")
+
+
+def json_text(obj) -> str:
+    """`obj` as indented JSON: NumPy values as Python ones, NaN/inf as "nan"/"inf"/"-inf"."""
+    loose = json.dumps(obj, default=_numpy_default)
+    strict = json.loads(loose, parse_constant=_NON_FINITE.__getitem__)
+    return json.dumps(strict, indent=2, allow_nan=False) + "\n"
 
 
 def versions() -> dict:
@@ -131,8 +126,7 @@ class RunFolder:
 
     @staticmethod
     def write_json(path: str, obj) -> None:
-        text = json.dumps(_plain(obj), indent=2, allow_nan=False) + "\n"
-        write_bytes(path, text.encode())
+        write_bytes(path, json_text(obj).encode())
 
     def write_array(self, path: str, x: np.ndarray) -> None:
         buf = io.BytesIO()
