@@ -219,7 +219,8 @@ def test_bad_files_one_line_errors(files, capsys):
 def test_subprocess_exit_code_and_message(tmp_path):
     np.save(tmp_path / "short.npy", np.zeros(50))
     p = subprocess.run([sys.executable, "-m", "dsr", "fit", str(tmp_path / "short.npy"),
-                        "--out", str(tmp_path / "run")], capture_output=True, text=True, check=False,
+                        "--out", str(tmp_path / "run")], capture_output=True, text=True,
+                       check=False,
                        cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     assert p.returncode == 1
     assert p.stderr.strip().count("\n") == 0 and "short.npy: a 1-D series" in p.stderr

@@ -20,7 +20,8 @@ from .._ensemble import ensemble
 from .._fit import fit
 from .._serialization import model_spec, save
 from ..models import LSSM, ClippedShPLRNN, ShPLRNN
-from . import _run
+from ._run import (CONFIG_VERSION, RunFolder, device, now, read_history, run_keys, versions,
+                   write_history)
 from ._data import Standardization, load_recordings, sha256
 from ._errors import CLIError
 from ._evaluate import draw_reference, evaluate_and_draw
@@ -129,14 +130,14 @@ def new_fit(flags: dict, config_path, argv) -> int:
         raise CLIError("fit: give the run folder with --out RUN_DIR.")
     data = prepare_data(opts)
     opts = dict(opts, **_absolute_paths(opts))  # so that --resume works from any folder
-    key_model, _, _ = _run.run_keys(opts["seed"])
+    key_model, _, _ = run_keys(opts["seed"])
     model = build_model(opts, len(data.names), 0 if data.inputs is None
                         else data.inputs[0].shape[1], key_model)
-    run = _run.RunFolder(flags["out"])
+    run = RunFolder(flags["out"])
     run.create(flags.get("force", False))
-    cfg = {"dsr_run": _run.CONFIG_VERSION, "created": _run.now(), "options": opts,
+    cfg = {"dsr_run": CONFIG_VERSION, "created": now(), "options": opts,
            "data": _data_record(data), "standardization": data.std.as_dict(),
-           "model": model_spec(model), "versions": _run.versions(), "device": _run.device(),
+           "model": model_spec(model), "versions": versions(), "device": device(),
            "sessions": []}
     run.write_array(run.context, data.train[0][:opts["context_steps"]])
     if data.inputs is not None:
@@ -167,7 +168,7 @@ def _check_resume_options(run, base, opts, given, mode):
 
 
 def resume_fit(flags: dict, config_path, argv) -> int:
-    run = _run.RunFolder(flags["resume"])
+    run = RunFolder(flags["resume"])
     cfg = run.read_config()
     if flags.get("data"):
         raise CLIError("fit --resume: the run's data files are in its config.json; do not "
@@ -185,7 +186,7 @@ def resume_fit(flags: dict, config_path, argv) -> int:
             raise CLIError(f"{path}: changed since the run started (sha256 mismatch); "
                            "resume needs the same data.")
     data = prepare_data(opts)
-    key_model, _, _ = _run.run_keys(opts["seed"])
+    key_model, _, _ = run_keys(opts["seed"])
     model = build_model(opts, len(data.names), 0 if data.inputs is None
                         else data.inputs[0].shape[1], key_model)
     cfg["options"] = opts
@@ -209,12 +210,12 @@ def _fit_record(res, wall: float, start_step: int) -> dict:
 
 def train(run, cfg, opts, data: Prepared, model, argv, resume_settings) -> int:
     """Train (or continue), then save the model, history, config and evaluation."""
-    _, key_fit, key_eval = _run.run_keys(opts["seed"])
+    _, key_fit, key_eval = run_keys(opts["seed"])
     resume = run.checkpoint if resume_settings and os.path.isfile(run.checkpoint) else None
     if resume_settings and resume is None:
         print("resume: no checkpoint yet (the run stopped before its first one); training "
               "from step 0")
-    session = {"started": _run.now(), "argv": list(argv), "resumed": resume is not None}
+    session = {"started": now(), "argv": list(argv), "resumed": resume is not None}
     cfg["sessions"].append(session)
     cfg["fit"] = dict(cfg.get("fit") or {}, status="training")
     run.write_config(cfg)
@@ -235,15 +236,15 @@ def train(run, cfg, opts, data: Prepared, model, argv, resume_settings) -> int:
     wall = time.perf_counter() - t0
     save(run.model, res.model, extra={"standardization": data.std.as_dict(),
                                       "names": data.names, "dt": data.dt})
-    _run.write_history(run.history, res.history, opts["runs"])
+    write_history(run.history, res.history, opts["runs"])
     cfg["fit"] = _fit_record(res, wall, done_before)
-    session.update(finished=_run.now(), steps=cfg["fit"]["steps_done"], wall_s=wall)
+    session.update(finished=now(), steps=cfg["fit"]["steps_done"], wall_s=wall)
     run.write_config(cfg)
     _print_fit(run, cfg["fit"], done_before)
     if res.interrupted:
         print(f"interrupted: continue with `python -m dsr fit --resume {run.path}`")
         return 130
-    hist = _run.read_history(run.history)
+    hist = read_history(run.history)
     if data.test_x is not None:
         evaluate_and_draw(run, cfg, res.model, data.test_x, opts, data.std, data.names,
                           data.dt, key_eval, hist)

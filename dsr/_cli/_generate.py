@@ -3,9 +3,9 @@
 The model is warmed up on the context — a recording in the training data's units and
 columns (`--context FILE`), or by default the first `context_steps` training steps kept in
 the run folder — and then runs freely for `n` steps. The output is in the recording's
-original units (`--standardized`: the model's units); a model with external inputs needs
-`--inputs S` for the generated steps (and `--context-inputs` with `--context`): `(n, N)` for one model, `(K, n, N)`
-for an ensemble of K (`--member i`: that member only, `(n, N)`).
+original units (`--standardized`: the model's units): `(n, N)` for one model, `(K, n, N)`
+for an ensemble of K (`--member i`: that member only, `(n, N)`). A model with external
+inputs needs `--inputs S` for the generated steps (and `--context-inputs` with `--context`).
 """
 
 from __future__ import annotations
