@@ -26,7 +26,7 @@ from ._gtf import teacher_signals as teacher_signals
 from ._io import FileFormatError as FileFormatError
 from ._regularization import Regularization as Regularization
 from ._scan import linear_scan as linear_scan
-from ._serialization import load as load, save as save
+from ._serialization import load as load, load_extra as load_extra, save as save
 from ._solver import DEER as DEER, AbstractSolver as AbstractSolver
 from ._solver import Sequential as Sequential, SolverInfo as SolverInfo
 from ._solver import resolve_solver as resolve_solver

@@ -1,0 +1,98 @@
+"""`python -m dsr evaluate RUN_DIR --test TEST`: measures into `metrics.json`, pictures into
+`plots/`; also what `fit --test` runs after training."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from .._ensemble import Ensemble
+from .._serialization import load
+from ._data import Standardization, load_recordings
+from ._errors import CLIError
+from ._evaluation import eval_settings, evaluate_run, free_runs, table
+from ._options import EVAL_OPTIONS, OUTPUT, resolve
+from ._plots import autocorrelation_delay, draw
+from ._run import RunFolder, now, read_history, run_keys
+
+#: Without test data, the pictures compare with at most this many training steps.
+REFERENCE_STEPS = 20_000
+
+
+def _tau(opts, x) -> int:
+    if opts["embedding"]:
+        return opts["embedding"][1]
+    return 1 if x is None else autocorrelation_delay(x[:, 0])
+
+
+def _draw(run, opts, std, names, dt, hist, x_ref, x_gens, label) -> None:
+    t0 = time.perf_counter()
+    paths = draw(run.plots, history=hist, x_ref=None if x_ref is None else std.invert(x_ref),
+                 x_gens=None if x_gens is None else std.invert(x_gens), names=names, dt=dt,
+                 tau=_tau(opts, x_ref),
+                 context=opts["context_steps"], plot_steps=opts["plot_steps"],
+                 ref_label=label)
+    print(f"pictures ({time.perf_counter() - t0:.1f} s): " + ", ".join(paths))
+
+
+def evaluate_and_draw(run: RunFolder, cfg: dict, model, test_x: np.ndarray, opts: dict,
+                      std: Standardization, names, dt, key, hist) -> dict:
+    """Evaluate every member on `test_x` (standardized), write `metrics.json`, print the
+    table and draw the pictures against the test data."""
+    print(f"evaluation: {len(test_x)} test steps; free runs of {opts['gen_factor']} × that "
+          f"after {opts['context_steps']} context steps; D_stsp with {opts['n_samples']} "
+          "samples")
+    report, x_gens = evaluate_run(model, test_x, dt, opts, key)
+    report.update(test=(cfg.get("data") or {}).get("test"), evaluated=now(),
+                  units="standardized with the training data's mean and std"
+                  if std.enabled else "the recording's units")
+    run.write_json(run.metrics, report)
+    print(table(report))
+    for note in report["notes"]:
+        print(f"note: {note}")
+    print(f"evaluation: {report['wall_s']:.1f} s; saved {run.metrics}")
+    if opts["plots"]:
+        _draw(run, opts, std, names, dt, hist, test_x, x_gens, "test data")
+    return report
+
+
+def draw_reference(run: RunFolder, model, train_x, opts, std, names, dt, hist) -> None:
+    """Pictures without test data: free runs compared with the (first) training series."""
+    ref = train_x[:opts["context_steps"] + REFERENCE_STEPS]
+    n = len(ref) - opts["context_steps"]
+    one = model[0] if isinstance(model, Ensemble) else model
+    if n < 10 or one.input_dim:  # no free runs: too short, or inputs would be needed
+        return _draw(run, opts, std, names, dt, hist, None, None, "")
+    settings = dict(eval_settings(opts), gen_factor=1)
+    x_gens = free_runs(model, ref, dict(settings, warmup=opts["context_steps"]))[:, :n]
+    _draw(run, opts, std, names, dt, hist, ref, x_gens, "training data")
+
+
+def run_evaluate(flags: dict, config_path) -> int:
+    run = RunFolder(flags["run_dir"])
+    cfg = run.read_config()
+    output = {o.name for o in OUTPUT}  # per command, not inherited from the fit
+    base = {k: v for k, v in cfg["options"].items() if k not in output}
+    opts, _ = resolve(EVAL_OPTIONS, flags, config_path, base=base)
+    test = flags.get("test") or cfg["options"].get("test")
+    if test is None:
+        raise CLIError("evaluate: give the test recording with --test TEST (the run has none).")
+    if cfg["options"].get("inputs"):
+        raise CLIError("evaluate: evaluating input-driven models is not supported yet.")
+    keys = cfg["options"].get("key") or [None, None]
+    series = load_recordings([test], role="test", columns=cfg["options"].get("columns"),
+                             key=keys[-1], like=cfg["data"]["names"])[0]
+    need = opts["context_steps"] + opts["n_rmse"]
+    if len(series.x) < need:
+        raise CLIError(f"{test}: {len(series.x)} time steps; the evaluation needs "
+                       f"--context-steps + --n-rmse = {need}.")
+    std = Standardization.from_dict(cfg["standardization"])
+    model = load(run.model)
+    cfg["data"]["test"] = series.info
+    evaluate_and_draw(run, cfg, model, std.apply(series.x), opts, std, cfg["data"]["names"],
+                      cfg["data"]["dt"], run_keys(cfg["options"]["seed"])[2],
+                      read_history(run.history))
+    cfg["evaluation"] = {"test": series.info, "options": opts, "when": now()}
+    run.write_config(cfg)
+    return 0

@@ -1,0 +1,266 @@
+"""`python -m dsr fit DATA ... --out RUN_DIR` and `python -m dsr fit --resume RUN_DIR`.
+
+A fresh fit reads and standardizes the data, writes `config.json` (so that a killed run can
+be resumed), trains with a checkpoint in the run folder, saves the model, the history and
+(with `--test`) the evaluation and the pictures. `--resume` reads the run's options, checks
+that the data files are unchanged (sha256), and continues from the checkpoint — bit-exactly
+when no training setting changes; a changed one (e.g. more `--steps`) must be allowed with
+`--resume-settings call` (or ignored with `checkpoint`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+
+import numpy as np
+
+from .._ensemble import ensemble
+from .._fit import fit
+from .._serialization import model_spec, save
+from ..models import LSSM, ClippedShPLRNN, ShPLRNN
+from ._run import (CONFIG_VERSION, RunFolder, device, now, read_history, run_keys, versions,
+                   write_history)
+from ._data import Standardization, load_recordings, sha256
+from ._errors import CLIError
+from ._evaluate import draw_reference, evaluate_and_draw
+from ._options import FIT_OPTIONS, IDENTITY, OUTPUT, TRAINING_SETTINGS, resolve
+
+MODEL_CLASSES = {"shplrnn": ShPLRNN, "clipped": ClippedShPLRNN, "lssm": LSSM}
+
+
+@dataclasses.dataclass
+class Prepared:
+    """The loaded data: standardized training series (and test), inputs, names, dt."""
+
+    series: list
+    train: list
+    test: object | None
+    test_x: np.ndarray | None
+    inputs: list | None
+    inputs_info: list | None
+    std: Standardization
+    names: list
+    dt: float | None
+
+
+def prepare_data(opts: dict) -> Prepared:
+    keys = opts["key"] or [None, None]
+    series = load_recordings(opts["data"], role="data", columns=opts["columns"], key=keys[0])
+    names = series[0].names
+    for s in series:
+        if len(s.x) < opts["seq_len"] + 1:
+            raise CLIError(f"{s.info['path']}: {len(s.x)} time steps; --seq-len "
+                           f"{opts['seq_len']} needs at least {opts['seq_len'] + 1}.")
+    std = Standardization.of(series, opts["standardize"])
+    test = test_x = None
+    if opts["test"] is not None:
+        test = load_recordings([opts["test"]], role="test", columns=opts["columns"],
+                               key=keys[-1], like=names)[0]
+        need = opts["context_steps"] + opts["n_rmse"]
+        if len(test.x) < need:
+            raise CLIError(f"{opts['test']}: {len(test.x)} time steps; the evaluation needs "
+                           f"--context-steps + --n-rmse = {need}.")
+        test_x = std.apply(test.x)
+    inputs = inputs_info = None
+    if opts["inputs"] is not None:
+        if len(opts["inputs"]) != len(series):
+            raise CLIError(f"--inputs: {len(opts['inputs'])} file(s) for {len(series)} data "
+                           "file(s); give one inputs file per data file.")
+        loaded = load_recordings(opts["inputs"], role="inputs")
+        for s, u in zip(series, loaded):
+            if len(u.x) != len(s.x):
+                raise CLIError(f"{u.info['path']}: {len(u.x)} rows; expected {len(s.x)} like "
+                               f"{s.info['path']}.")
+        inputs, inputs_info = [u.x for u in loaded], [u.info for u in loaded]
+        if test is not None:
+            raise CLIError("--test with --inputs: evaluating input-driven models is not "
+                           "supported yet (the free runs would need test inputs).")
+    dt = opts["dt"] if opts["dt"] is not None else series[0].dt
+    return Prepared(series, [std.apply(s.x) for s in series], test, test_x, inputs,
+                    inputs_info, std, names, dt)
+
+
+def build_model(opts: dict, n_obs: int, n_inputs: int, key):
+    cls = MODEL_CLASSES[opts["model"]]
+    kw = dict(input_dim=n_inputs)
+    if cls is LSSM and opts["rank"] is not None:
+        raise CLIError("--rank: the LSSM has no low-rank option (shPLRNN family only).")
+    if cls is not LSSM:
+        kw["rank"] = opts["rank"]
+    M = opts["latent_dim"] or n_obs
+
+    def make(k):
+        return cls(n_obs, M, opts["hidden_dim"], key=k, **kw)
+
+    return make(key) if opts["runs"] == 1 else ensemble(make, opts["runs"], key=key)
+
+
+def _data_record(data: Prepared) -> dict:
+    return {"files": [s.info for s in data.series], "names": data.names, "dt": data.dt,
+            "test": None if data.test is None else data.test.info,
+            "inputs": data.inputs_info}
+
+
+def _describe(opts, data: Prepared, model) -> str:
+    spec = model_spec(model)
+    hp = spec["hyperparameters"]
+    runs = f", {opts['runs']} runs (one ensemble)" if opts["runs"] > 1 else ""
+    steps = sum(len(s.x) for s in data.series)
+    return (f"data: {len(data.series)} file(s), {steps} time steps × {len(data.names)} "
+            f"variables {data.names}" + ("; standardized" if data.std.enabled else "") +
+            f"\nmodel: {spec['class']} N={hp['obs_dim']} M={hp['latent_dim']} "
+            f"L={hp['hidden_dim']}" + (f" rank={hp['rank']}" if hp.get("rank") else "") + runs)
+
+
+def _absolute_paths(opts: dict) -> dict:
+    def absolute(p):
+        return None if p is None else os.path.abspath(p)
+
+    return {"data": [absolute(p) for p in opts["data"]], "test": absolute(opts["test"]),
+            "inputs": None if opts["inputs"] is None else [absolute(p) for p in opts["inputs"]]}
+
+
+def new_fit(flags: dict, config_path, argv) -> int:
+    opts, _ = resolve(FIT_OPTIONS, flags, config_path)
+    if not opts["data"]:
+        raise CLIError("fit: give the DATA file(s) to train on (or --resume RUN_DIR).")
+    if not flags.get("out"):
+        raise CLIError("fit: give the run folder with --out RUN_DIR.")
+    data = prepare_data(opts)
+    opts = dict(opts, **_absolute_paths(opts))  # so that --resume works from any folder
+    key_model, _, _ = run_keys(opts["seed"])
+    model = build_model(opts, len(data.names), 0 if data.inputs is None
+                        else data.inputs[0].shape[1], key_model)
+    run = RunFolder(flags["out"])
+    run.create(flags.get("force", False))
+    cfg = {"dsr_run": CONFIG_VERSION, "created": now(), "options": opts,
+           "data": _data_record(data), "standardization": data.std.as_dict(),
+           "model": model_spec(model), "versions": versions(), "device": device(),
+           "sessions": []}
+    run.write_array(run.context, data.train[0][:opts["context_steps"]])
+    if data.inputs is not None:
+        run.write_array(run.context_inputs, data.inputs[0][:opts["context_steps"]])
+    print(_describe(opts, data, model))
+    return train(run, cfg, opts, data, model, argv, resume_settings=None)
+
+
+def _check_resume_options(run, base, opts, given, mode):
+    changed = sorted(k for k in given if opts[k] != base.get(k))
+    fixed = [k for k in changed if k in IDENTITY]
+    if fixed:
+        k = fixed[0]
+        raise CLIError(f"fit --resume {run.path}: --{k.replace('_', '-')} cannot change on "
+                       f"resume (the run has {base.get(k)!r}); start a new run with --out.")
+    training = [k for k in changed if k in TRAINING_SETTINGS]
+    if training and mode == "check":
+        what = ", ".join(f"--{k.replace('_', '-')} {base.get(k)!r} → {opts[k]!r}"
+                         for k in training)
+        raise CLIError(f"fit --resume {run.path}: {what} changes the training settings; add "
+                       "--resume-settings call to continue with the new ones (the result "
+                       "then differs from a run started with them) or --resume-settings "
+                       "checkpoint to keep the run's.")
+    if training and mode == "checkpoint":
+        print(f"resume: keeping the run's {', '.join(training)} (--resume-settings checkpoint)")
+        opts.update({k: base[k] for k in training})
+    return training
+
+
+def resume_fit(flags: dict, config_path, argv) -> int:
+    run = RunFolder(flags["resume"])
+    cfg = run.read_config()
+    if flags.get("data"):
+        raise CLIError("fit --resume: the run's data files are in its config.json; do not "
+                       "give DATA.")
+    output = {o.name for o in OUTPUT}  # per command, not inherited from the first session
+    base = {k: v for k, v in cfg["options"].items() if k not in output}
+    opts, given = resolve(FIT_OPTIONS, flags, config_path, base=base)
+    mode = flags.get("resume_settings", "check")
+    training = _check_resume_options(run, base, opts, given, mode)
+    for rec in cfg["data"]["files"]:
+        path = rec["abspath"]
+        if not os.path.isfile(path):
+            raise CLIError(f"{path}: the run's data file is missing (needed to resume).")
+        if sha256(path) != rec["sha256"]:
+            raise CLIError(f"{path}: changed since the run started (sha256 mismatch); "
+                           "resume needs the same data.")
+    data = prepare_data(opts)
+    key_model, _, _ = run_keys(opts["seed"])
+    model = build_model(opts, len(data.names), 0 if data.inputs is None
+                        else data.inputs[0].shape[1], key_model)
+    cfg["options"] = opts
+    print(_describe(opts, data, model))
+    return train(run, cfg, opts, data, model, argv,
+                 resume_settings="call" if training and mode == "call" else "check")
+
+
+def _fit_record(res, wall: float, start_step: int) -> dict:
+    h = res.history
+    loss = np.atleast_2d(h["loss"])
+    tail = max(1, loss.shape[1] // 10)
+    return {"status": "interrupted" if res.interrupted else "done",
+            "steps_done": int(loss.shape[1]), "started_at_step": start_step,
+            "wall_s": wall, "final_loss": np.nanmean(loss[:, -tail:], axis=1).tolist(),
+            "alpha": np.atleast_1d(res.alpha).tolist(),
+            "stopped": np.atleast_1d(res.stopped).tolist(),
+            "free_run": res.free_run if isinstance(res.free_run, list) else [res.free_run],
+            "settings": res.settings}
+
+
+def train(run, cfg, opts, data: Prepared, model, argv, resume_settings) -> int:
+    """Train (or continue), then save the model, history, config and evaluation."""
+    _, key_fit, key_eval = run_keys(opts["seed"])
+    resume = run.checkpoint if resume_settings and os.path.isfile(run.checkpoint) else None
+    if resume_settings and resume is None:
+        print("resume: no checkpoint yet (the run stopped before its first one); training "
+              "from step 0")
+    session = {"started": now(), "argv": list(argv), "resumed": resume is not None}
+    cfg["sessions"].append(session)
+    cfg["fit"] = dict(cfg.get("fit") or {}, status="training")
+    run.write_config(cfg)
+    done_before = int((cfg.get("fit") or {}).get("steps_done", 0)) if resume else 0
+    t0 = time.perf_counter()
+    try:
+        res = fit(model, data.train, opts["alpha"], steps=opts["steps"],
+                  seq_len=opts["seq_len"], batch_size=opts["batch_size"],
+                  warmup=opts["warmup"], learning_rate=opts["lr"], solver=opts["solver"],
+                  inputs=data.inputs, key=key_fit, progress=opts["progress"],
+                  checkpoint=run.checkpoint, checkpoint_every=opts["checkpoint_every"],
+                  resume=resume, resume_settings=resume_settings or "check",
+                  monitor_every=opts["monitor_every"])
+    except Exception as e:
+        cfg["fit"].update(status="failed", error=str(e))
+        run.write_config(cfg)
+        raise
+    wall = time.perf_counter() - t0
+    save(run.model, res.model, extra={"standardization": data.std.as_dict(),
+                                      "names": data.names, "dt": data.dt})
+    write_history(run.history, res.history, opts["runs"])
+    cfg["fit"] = _fit_record(res, wall, done_before)
+    session.update(finished=now(), steps=cfg["fit"]["steps_done"], wall_s=wall)
+    run.write_config(cfg)
+    _print_fit(run, cfg["fit"], done_before)
+    if res.interrupted:
+        print(f"interrupted: continue with `python -m dsr fit --resume {run.path}`")
+        return 130
+    hist = read_history(run.history)
+    if data.test_x is not None:
+        evaluate_and_draw(run, cfg, res.model, data.test_x, opts, data.std, data.names,
+                          data.dt, key_eval, hist)
+    elif opts["plots"]:
+        draw_reference(run, res.model, data.train[0], opts, data.std, data.names, data.dt,
+                       hist)
+    return 0
+
+
+def _print_fit(run, rec: dict, done_before: int) -> None:
+    new = rec["steps_done"] - done_before
+    loss = ", ".join(f"{v:.4g}" for v in rec["final_loss"])
+    print(f"training: {new} updates in {rec['wall_s']:.1f} s (now {rec['steps_done']}); "
+          f"final loss {loss}")
+    bad = [f"member {i}: {fr.get('status')} (after {fr.get('after_updates')} updates)"
+           for i, fr in enumerate(rec["free_run"]) if fr and fr.get("status") != "ok"]
+    if bad:
+        print("free-run check: " + "; ".join(bad))
+    print(f"saved: {run.model}, {run.checkpoint}, {run.history}, {run.config}")

@@ -1,0 +1,93 @@
+"""`python -m dsr generate RUN_DIR --steps n [--context FILE] --out FILE.npy`.
+
+The model is warmed up on the context — a recording in the training data's units and
+columns (`--context FILE`), or by default the first `context_steps` training steps kept in
+the run folder — and then runs freely for `n` steps. The output is in the recording's
+original units (`--standardized`: the model's units): `(n, N)` for one model, `(K, n, N)`
+for an ensemble of K (`--member i`: that member only, `(n, N)`). A model with external
+inputs needs `--inputs S` for the generated steps (and `--context-inputs` with `--context`).
+"""
+
+from __future__ import annotations
+
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._ensemble import Ensemble
+from .._generate import generate
+from .._serialization import load
+from ._data import Standardization, load_recordings
+from ._errors import CLIError
+from ._options import integer
+from ._run import RunFolder
+
+
+def _context(run: RunFolder, cfg: dict, path, std: Standardization) -> np.ndarray:
+    if path is None:
+        if not os.path.isfile(run.context):
+            raise CLIError(f"{run.path}: no stored context (context.npy); pass --context FILE.")
+        return np.load(run.context)
+    keys = cfg["options"].get("key") or [None, None]
+    s = load_recordings([path], role="test", columns=cfg["options"].get("columns"),
+                        key=keys[-1], like=cfg["data"]["names"])[0]
+    return std.apply(s.x)
+
+
+def _read_inputs(model, path, n: int, flag: str):
+    if path is None:
+        raise CLIError(f"generate: the model takes {model.input_dim} external inputs; give "
+                       f"them with {flag} FILE.")
+    u = load_recordings([path], role="inputs")[0]
+    if u.x.shape[1] != model.input_dim or len(u.x) < n:
+        raise CLIError(f"{path}: shape {tuple(u.x.shape)}; expected at least {n} rows of "
+                       f"{model.input_dim} inputs.")
+    return u.x[:n]
+
+
+def _inputs(run: RunFolder, model, flags: dict, n: int, n_context: int):
+    """`(inputs for the generated steps, inputs for the context)`, or Nones."""
+    if not model.input_dim:
+        if flags.get("inputs") or flags.get("context_inputs"):
+            raise CLIError("--inputs: the model takes no external inputs.")
+        return None, None
+    s = _read_inputs(model, flags.get("inputs"), n, "--inputs")
+    if flags.get("context") is None:
+        cs = np.load(run.context_inputs)
+    else:
+        cs = _read_inputs(model, flags.get("context_inputs"), n_context, "--context-inputs")
+    return jnp.asarray(s), jnp.asarray(cs)
+
+
+def run_generate(flags: dict) -> int:
+    run = RunFolder(flags["run_dir"])
+    cfg = run.read_config()
+    n = integer(1)("--steps", flags["steps"])
+    out = os.fspath(flags["out"])
+    if not out.endswith(".npy"):
+        raise CLIError(f"--out {out}: the output is a NumPy file; give a name ending in .npy.")
+    std = Standardization.from_dict(cfg["standardization"])
+    model = load(run.model)
+    if "member" in flags:
+        if not isinstance(model, Ensemble):
+            raise CLIError("--member: the run holds one model, not an ensemble.")
+        i = integer(0)("--member", flags["member"])
+        if i >= len(model):
+            raise CLIError(f"--member {i}: the ensemble has {len(model)} members (0.."
+                           f"{len(model) - 1}).")
+        model = model[i]
+    one = model[0] if isinstance(model, Ensemble) else model
+    ctx = _context(run, cfg, flags.get("context"), std)
+    dtype = jax.tree_util.tree_leaves(one)[0].dtype
+    s, cs = _inputs(run, one, flags, n, len(ctx))
+    x = generate(model, n, context=jnp.asarray(ctx, dtype), inputs=s, context_inputs=cs)
+    x = np.asarray(x, np.float64)
+    if not flags.get("standardized"):
+        x = std.invert(x)
+    run.write_array(out, x)
+    units = "model (standardized)" if flags.get("standardized") else "original"
+    print(f"generate: {out}, shape {x.shape} ({units} units; warmed up on {len(ctx)} context "
+          "steps)")
+    return 0

@@ -1,0 +1,283 @@
+"""The options of `python -m dsr fit / evaluate / generate`: one table, three sources.
+
+Every option has a default — the library's own, read from the signatures of `dsr.fit` and
+`dsr.metrics.evaluate`, so the command line and Python agree — and can be set in a config
+file (`--config FILE.toml` or `.json`, flat `name = value` pairs, names as the long flags
+with `_` or `-`) or on the command line. A flag overrides the file; the file overrides the
+default. Values from both sources go through the same converters, so a bad value gets the
+same one-line message naming where it came from.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import json
+import math
+import os
+from collections.abc import Callable
+from typing import Any
+
+from .._fit import fit
+from ..metrics import evaluate
+from ._errors import CLIError
+
+FIT_DEFAULTS = {k: p.default for k, p in inspect.signature(fit).parameters.items()}
+EVAL_DEFAULTS = {k: p.default for k, p in inspect.signature(evaluate).parameters.items()}
+
+MODELS = ("clipped", "shplrnn", "lssm")
+SOLVERS = ("auto", "deer", "quasi", "sequential")
+RESUME_SETTINGS = ("check", "checkpoint", "call")
+
+# ------------------------------------------------------------------------------ converters
+
+
+def integer(lo: int | None = None, optional: bool = False) -> Callable:
+    def convert(label, v):
+        if optional and (v is None or (isinstance(v, str) and v.lower() == "none")):
+            return None
+        try:
+            if isinstance(v, bool) or (isinstance(v, float) and not v.is_integer()):
+                raise ValueError
+            n = int(v) if not isinstance(v, str) else int(v.strip().replace("_", ""))
+        except (TypeError, ValueError):
+            raise CLIError(f"{label} must be an integer; got {v!r}.") from None
+        if lo is not None and n < lo:
+            raise CLIError(f"{label} must be an integer ≥ {lo}; got {n}.")
+        return n
+    return convert
+
+
+def _float(lo: float = 0.0, optional: bool = False) -> Callable:
+    def convert(label, v):
+        if optional and (v is None or (isinstance(v, str) and v.lower() == "none")):
+            return None
+        try:
+            x = float(v) if not isinstance(v, bool) else None
+        except (TypeError, ValueError):
+            x = None
+        if x is None:
+            raise CLIError(f"{label} must be a number; got {v!r}.")
+        if not (math.isfinite(x) and x > lo):
+            raise CLIError(f"{label} must be a finite number > {lo:g}; got {v!r}.")
+        return x
+    return convert
+
+
+def _choice(*choices) -> Callable:
+    def convert(label, v):
+        if not isinstance(v, str) or v.lower() not in choices:
+            raise CLIError(f"{label} must be one of {', '.join(choices)}; got {v!r}.")
+        return v.lower()
+    return convert
+
+
+def _alpha(label, v):
+    if isinstance(v, str) and v.strip().lower() == "adaptive":
+        return "adaptive"
+    try:
+        x = float(v)
+        if isinstance(v, bool) or not 0.0 <= x <= 1.0:
+            raise ValueError
+    except (TypeError, ValueError):
+        raise CLIError(f"{label} must be a number in [0, 1] or 'adaptive'; got {v!r}.") from None
+    return x
+
+
+def _list(label, v) -> list[str] | None:
+    if v is None:
+        return None
+    items = v.split(",") if isinstance(v, str) else v
+    if not isinstance(items, (list, tuple)) or not all(isinstance(s, (str, int)) for s in items):
+        raise CLIError(f"{label} must be a list of names or indices; got {v!r}.")
+    out = [str(s).strip() for s in items if str(s).strip()]
+    if not out:
+        raise CLIError(f"{label} is empty.")
+    return out
+
+
+def _paths(label, v) -> list[str] | None:
+    if v is None:
+        return None
+    items = [v] if isinstance(v, (str, os.PathLike)) else v
+    if not isinstance(items, (list, tuple)) or not all(isinstance(p, (str, os.PathLike))
+                                                       for p in items):
+        raise CLIError(f"{label} must be a file name or a list of file names; got {v!r}.")
+    return [os.fspath(p) for p in items]
+
+
+def _path(label, v) -> str | None:
+    if v is None or isinstance(v, (str, os.PathLike)):
+        return None if v is None else os.fspath(v)
+    raise CLIError(f"{label} must be a file or folder name; got {v!r}.")
+
+
+def _embedding(label, v):
+    if v is None or (isinstance(v, str) and v.strip().lower() in ("", "none")):
+        return None
+    parts = v.split(",") if isinstance(v, str) else v
+    try:
+        m, tau = (int(str(p).strip()) for p in parts)
+        if m < 1 or tau < 1:
+            raise ValueError
+    except (TypeError, ValueError):
+        raise CLIError(f"{label} must be 'm,tau' (two integers ≥ 1, e.g. 3,10); got {v!r}.") \
+            from None
+    return [m, tau]
+
+
+def _bool(label, v):
+    if isinstance(v, bool):
+        return v
+    raise CLIError(f"{label} must be true or false; got {v!r}.")
+
+
+# ------------------------------------------------------------------------------ the table
+
+
+@dataclasses.dataclass(frozen=True)
+class Option:
+    """`name`: config key and `--name` flag (with `-`); `group`: help section; `flag`: a
+    `--x / --no-x` switch; `positional`: DATA; `cli_only`: not a setting of the run."""
+
+    name: str
+    convert: Callable
+    default: Any
+    help: str
+    group: str
+    metavar: str | None = None
+    flag: bool = False
+    positional: bool = False
+
+    @property
+    def dest(self) -> str:
+        return self.name
+
+    @property
+    def long(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+
+F, E = FIT_DEFAULTS, EVAL_DEFAULTS
+DATA = [
+    Option("data", _paths, None, "training recording(s): .npy (T, N), .csv (header row "
+           "allowed) or .npz (a data_gen data set, or --key); several files = several "
+           "trajectories", "data", "DATA", positional=True),
+    Option("test", _path, None, "test recording (same format; a data_gen .npz gives its "
+           "'test' array): evaluated after training", "data", "TEST"),
+    Option("inputs", _paths, None, "external inputs s_t, one file per DATA file, same "
+           "number of rows", "data", "S"),
+    Option("columns", _list, None, "columns to use: names (CSV header) or 0-based indices, "
+           "comma-separated", "data", "A,B,..."),
+    Option("key", _list, None, "array name inside a generic .npz (one per role: train[,test])",
+           "data", "NAME"),
+    Option("standardize", _bool, True, "standardize every variable with the training data's "
+           "mean and std (stored in the run folder)", "data", flag=True),
+    Option("dt", _float(0.0, optional=True), None, "sampling step in your time unit (λ_max is "
+           "per time unit; default: a data_gen set's dt, else 1 = per step)", "data"),
+]
+MODEL = [
+    Option("model", _choice(*MODELS), "clipped", "clipped = ClippedShPLRNN (bounded orbits; "
+           "recommended for recordings), shplrnn = ShPLRNN (Eq. 5), lssm = LSSM", "model"),
+    Option("latent_dim", integer(1, optional=True), None, "latent dimension M (default: N, the "
+           "number of variables)", "model", "M"),
+    Option("hidden_dim", integer(1), 64, "hidden units L", "model", "L"),
+    Option("rank", integer(1, optional=True), None, "low rank r of W (shPLRNN family)", "model"),
+]
+TRAINING = [
+    Option("alpha", _alpha, F["alpha"], "GTF forcing strength in [0, 1] or 'adaptive' (aGTF)",
+           "training"),
+    Option("steps", integer(0), F["steps"], "parameter updates", "training"),
+    Option("seq_len", integer(1), F["seq_len"], "window length T", "training"),
+    Option("batch_size", integer(1), F["batch_size"], "windows per update", "training"),
+    Option("warmup", integer(0), F["warmup"], "forced warm-up steps T_w per window (not in the "
+           "loss)", "training"),
+    Option("lr", _float(), F["learning_rate"], "learning rate (RAdam, cosine decay to lr/50)",
+           "training"),
+    Option("solver", _choice(*SOLVERS), F["solver"], "GTF solver", "training"),
+    Option("runs", integer(1), 1, "independent runs K, trained together as one ensemble",
+           "training", "K"),
+    Option("seed", integer(0), 0, "random seed (initialization, windows, evaluation)", "training"),
+    Option("checkpoint_every", integer(1), F["checkpoint_every"], "updates between checkpoints",
+           "training"),
+    Option("monitor_every", integer(0, optional=True), F["monitor_every"], "updates between "
+           "free-run checks (default: 4 per fit; 0: never)", "training"),
+]
+EVALUATION = [
+    Option("embedding", _embedding, None, "delay embedding m,tau for D_stsp^DE", "evaluation",
+           "M,TAU"),
+    Option("n_samples", integer(1), E["n_samples"], "D_stsp Monte-Carlo samples", "evaluation"),
+    Option("n_rmse", integer(1), E["n_rmse"], "forecast horizon n of RMSE(n)", "evaluation"),
+    Option("context_steps", integer(1), E["warmup"], "observed steps that warm the model up "
+           "before each free run", "evaluation"),
+    Option("gen_factor", integer(1), E["gen_factor"], "free-run length in test lengths",
+           "evaluation"),
+    Option("lyapunov_steps", integer(1), E["lyapunov_steps"], "steps for λ_max", "evaluation"),
+]
+OUTPUT = [
+    Option("plots", _bool, True, "draw the pictures (loss, time series, state space, power "
+           "spectra)", "output", flag=True),
+    Option("plot_steps", integer(10), 2000, "time steps shown in the time-series picture",
+           "output"),
+    Option("progress", _bool, True, "progress bars", "output", flag=True),
+]
+FIT_OPTIONS = DATA + MODEL + TRAINING + EVALUATION + OUTPUT
+EVAL_OPTIONS = EVALUATION + OUTPUT
+BY_NAME = {o.name: o for o in FIT_OPTIONS}
+#: Options that fix what the run is; `fit --resume` refuses to change them.
+IDENTITY = ("data", "inputs", "columns", "key", "standardize", "model", "latent_dim",
+            "hidden_dim", "rank", "runs", "seed")
+#: Options that change the training result; changing one on resume needs --resume-settings.
+TRAINING_SETTINGS = ("alpha", "steps", "seq_len", "batch_size", "warmup", "lr", "solver")
+
+
+def read_config_file(path: str) -> dict:
+    """A flat `{name: value}` table from a `.toml` or `.json` file."""
+    if not os.path.isfile(path):
+        raise CLIError(f"{path}: no such config file.")
+    ext = os.path.splitext(path)[1].lower()
+    try:
+        if ext == ".toml":
+            try:
+                import tomllib
+            except ModuleNotFoundError:  # Python 3.10
+                raise CLIError(f"{path}: TOML config files need Python ≥ 3.11; use a .json "
+                               "file.") from None
+            with open(path, "rb") as f:
+                table = tomllib.load(f)
+        elif ext == ".json":
+            with open(path, encoding="utf-8") as f:
+                table = json.load(f)
+        else:
+            raise CLIError(f"{path}: a config file must end in .toml or .json.")
+    except (ValueError, UnicodeDecodeError) as e:
+        if isinstance(e, CLIError):
+            raise
+        raise CLIError(f"{path}: not valid {ext[1:].upper()} ({e}).") from None
+    if not isinstance(table, dict):
+        raise CLIError(f"{path}: expected a table of settings, got {type(table).__name__}.")
+    return {str(k).replace("-", "_"): v for k, v in table.items()}
+
+
+def resolve(options: list[Option], flags: dict, config_path: str | None,
+            base: dict | None = None) -> tuple[dict, set]:
+    """`(values, given)`: every option's value (flag > config file > `base` > default) and
+    the names set by a flag or the file."""
+    mine = {o.name for o in options}
+    values = {o.name: o.default for o in options}
+    if base is not None:  # a run's stored options (a newer option keeps its default)
+        values.update({k: v for k, v in base.items() if k in values})
+    given = set()
+    if config_path is not None:
+        for name, v in read_config_file(config_path).items():
+            if name not in BY_NAME:
+                raise CLIError(f"{config_path}: unknown setting {name!r}; known: "
+                               f"{', '.join(sorted(BY_NAME))}.")
+            if name in mine:  # other commands' settings in a shared file are skipped
+                values[name] = BY_NAME[name].convert(f"{config_path}: {name}", v)
+                given.add(name)
+    for o in options:
+        if o.name in flags:
+            values[o.name] = o.convert(o.long if not o.positional else o.metavar, flags[o.name])
+            given.add(o.name)
+    return values, given
