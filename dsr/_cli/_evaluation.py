@@ -2,8 +2,7 @@
 
 D_stsp (the Gaussian-mixture KL of Hess, Götz, Durstewitz (2026), arXiv:2605.12683, App. G;
 D_stsp^DE with a delay embedding), D_H, RMSE(n) and λ_max come from
-`dsr.metrics.evaluate`, one member at a time (`evaluate_members`, the one place to switch
-to an ensemble-aware `evaluate`). Beside it, where the (embedded) dimension is below 6, the
+`dsr.metrics.evaluate` (for an ensemble: all members at once). Beside it, where the (embedded) dimension is below 6, the
 binned D_stsp of the GTF authors' code (30 bins per axis, Laplace smoothing) — the number
 to compare with the literature — from one free run per member.
 """
@@ -11,7 +10,6 @@ to compare with the literature — from one free run per member.
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import math
 import time
 
@@ -46,18 +44,18 @@ def eval_settings(opts: dict) -> dict:
                 lyapunov_steps=opts["lyapunov_steps"])
 
 
-def evaluate_members(model, test: TestSet, *, key, settings: dict, progress: bool
-                     ) -> list[dict]:
-    """`dsr.metrics.evaluate` of every member (one model: a list of one), all with the same
-    key, so that members differ by their dynamics, not by Monte-Carlo noise."""
-    members = list(model) if isinstance(model, Ensemble) else [model]
-    from tqdm.auto import tqdm
+PER_MEMBER = ("D_stsp", "D_stsp_stderr", "D_H", "RMSE_n", "lambda_max", "diverged", "status",
+              "notes")
 
-    bar = tqdm(members, desc="evaluate: D_stsp, D_H, RMSE(n), λ_max per member",
-               disable=not progress or len(members) == 1, dynamic_ncols=True)
-    extra = {"progress": progress} if "progress" in inspect.signature(evaluate).parameters \
-        else {}  # evaluate's own bars (newer dsr)
-    return [evaluate(m, test, key=key, **settings, **extra) for m in bar]
+
+def evaluate_members(model, test: TestSet, *, key, settings: dict, progress: bool
+                     ) -> tuple[list[dict], dict]:
+    """`dsr.metrics.evaluate` of the model or ensemble (all members' free runs in one
+    vmapped generation): one dict per member, and the settings used."""
+    res = evaluate(model, test, key=key, progress=progress, **settings)
+    if not isinstance(model, Ensemble):
+        return [res], res["settings"]
+    return [{k: res[k][i] for k in PER_MEMBER} for i in range(len(model))], res["settings"]
 
 
 def free_runs(model, x_test: np.ndarray, settings: dict) -> np.ndarray:
@@ -75,9 +73,6 @@ def binned_dstsp(x_test, x_gens, embedding, key) -> tuple[list, str | None]:
     if d > BINS_MAX_DIM:
         return [None] * len(x_gens), (f"binned D_stsp skipped: {d} dimensions (the GTF "
                                       f"authors bin only up to {BINS_MAX_DIM}).")
-    if "n_bins" not in inspect.signature(state_space_divergence).parameters:
-        return [None] * len(x_gens), ("binned D_stsp unavailable: this dsr version's "
-                                      "state_space_divergence has no method='bins' yet.")
     out = []
     for x in x_gens:
         r = state_space_divergence(x_test, x, method="bins", n_bins=N_BINS, key=key,
@@ -99,10 +94,8 @@ def median_mad(values) -> dict:
 
 
 def _member_row(i: int, r: dict, bins) -> dict:
-    row = {"member": i, "D_stsp": r["D_stsp"], "D_stsp_stderr": r["D_stsp_stderr"],
-           "D_stsp_bins": bins, "D_H": r["D_H"], "RMSE_n": r["RMSE_n"],
-           "lambda_max": r["lambda_max"], "diverged": bool(r["diverged"]),
-           "status": r.get("status", "diverged" if r["diverged"] else "ok")}
+    row = {"member": i, **{m: float(r[m]) for m in PER_MEMBER[:5]}, "D_stsp_bins": bins,
+           "diverged": bool(r["diverged"]), "status": r["status"]}
     if r.get("notes"):
         row["notes"] = list(r["notes"])
     return row
@@ -112,8 +105,8 @@ def evaluate_run(model, x_test: np.ndarray, dt, opts: dict, key) -> tuple[dict, 
     """`(report, free runs (K, n, N))`: per-member measures, their summary and settings."""
     t0 = time.perf_counter()
     settings = eval_settings(opts)
-    rows = evaluate_members(model, TestSet(x_test, dt), key=key, settings=settings,
-                            progress=opts["progress"])
+    rows, used = evaluate_members(model, TestSet(x_test, dt), key=key, settings=settings,
+                                  progress=opts["progress"])
     x_gens = free_runs(model, x_test, settings)
     bins, note = binned_dstsp(x_test, x_gens, settings["embedding"], key)
     members = [_member_row(i, r, b) for i, (r, b) in enumerate(zip(rows, bins))]
@@ -123,7 +116,7 @@ def evaluate_run(model, x_test: np.ndarray, dt, opts: dict, key) -> tuple[dict, 
     emb = settings["embedding"]
     report = {"D_stsp_kind": "D_stsp" if emb is None else f"D_stsp^DE (m={emb[0]}, "
               f"tau={emb[1]})", "members": members, "summary": summary,
-              "settings": dict(rows[0].get("settings", {}), n_bins=N_BINS),
+              "settings": dict(used, n_bins=N_BINS),
               "notes": [note] if note else [], "wall_s": time.perf_counter() - t0}
     return report, x_gens
 
