@@ -1,4 +1,4 @@
-"""Newton iterations of the GTF-DEER forward pass against the forcing α (papers/001 Fig. 1B).
+"""Newton iterations of the GTF-DEER forward pass against the forcing α (Hess et al. 2026, Fig. 1B).
 
 ``python -m benchmarks.newton [--quick] --out DIR`` trains a shPLRNN (L = 50) on Lorenz-63
 (N = 3) for M = N = 3 and M = 10 > N, then runs the GTF-DEER forward pass on windows of

@@ -1,4 +1,4 @@
-"""Training-step time of sequential GTF (BPTT) against GTF-DEER (papers/001 Fig. 1A, App. H.1).
+"""Training-step time of sequential GTF (BPTT) against GTF-DEER (Hess et al. 2026, Fig. 1A).
 
 ``python -m benchmarks.runtime [--quick] --out DIR`` measures the median time of one combined
 forward + backward GTF training step — `jax.jit(jax.value_and_grad(loss))` with the MSE of
