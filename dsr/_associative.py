@@ -17,6 +17,7 @@ dot is slow for 4 ≤ M ≤ 6: 7–10× slower than the unrolled form at M = 4).
 from __future__ import annotations
 
 import jax.numpy as jnp
+import numpy as np
 
 Combine = str  # "matmul" or "unrolled"
 
@@ -51,16 +52,47 @@ def vecmat(y, X, combine: Combine):
     return out
 
 
-def _pairs(x, identity):
-    """`(x_{2j}, x_{2j+1})` for j < ⌈n/2⌉, padding an odd n with `identity` at the end."""
+def split_order(n: int) -> np.ndarray:
+    """The storage order in which every level's pairs `(2j, 2j+1)` are the two contiguous
+    halves: `[2·s, 2·s + 1]` with s the order of the half-length level, recursively while
+    the length is even (bit reversal for powers of two); natural order for odd n."""
+    if n % 2 or n == 1:
+        return np.arange(n)
+    sub = split_order(n // 2)
+    return np.concatenate([2 * sub, 2 * sub + 1])
+
+
+def _split(n):
+    return n > 1 and n % 2 == 0
+
+
+def _halves(x, split, identity):
+    """`(x_{2j}, x_{2j+1})`; natural storage pads an odd n with `identity` at the end."""
+    if split:
+        h = x.shape[0] // 2
+        return x[:h], x[h:]
     if x.shape[0] % 2:
         x = jnp.concatenate([x, identity[None].astype(x.dtype)], axis=0)
     x = x.reshape((-1, 2) + x.shape[1:])
     return x[:, 0], x[:, 1]
 
 
-def _interleave(even, odd, n):
-    """`(even_0, odd_0, even_1, odd_1, …)`, the first n."""
+def _neighbour(x, split, offset):
+    """`x` at natural index `j + offset` (offset ±1) for every j, zero past either end."""
+    h = x.shape[0]
+    zero = jnp.zeros_like(x[:1])
+    if not split:
+        return jnp.concatenate([zero, x[:-1]] if offset < 0 else [x[1:], zero], axis=0)
+    nat = split_order(h)
+    pos = np.argsort(nat)
+    other = nat + offset
+    idx = np.where((other >= 0) & (other < h), pos[np.clip(other, 0, h - 1)], h)
+    return jnp.take(jnp.concatenate([x, zero], axis=0), idx, axis=0, unique_indices=False)
+
+
+def _assemble(even, odd, split, n):
+    if split:
+        return jnp.concatenate([even, odd], axis=0)
     return jnp.stack([even, odd], axis=1).reshape((-1,) + even.shape[1:])[:n]
 
 
@@ -69,41 +101,66 @@ def _identity(A, full):
     return (jnp.eye(M) if full else jnp.ones((M,))), jnp.zeros((M,))
 
 
-def associative_forward(A, b, full: bool, combine: Combine):
-    """`z_t = A_t z_{t-1} + b_t` from `z_0 = 0` (fold a nonzero z_0 into b_1 first), by
-    recursive pairing: the maps of steps (2j, 2j+1) are composed, the half-length problem
-    gives z at the odd steps, one more step each gives the even ones. Depth O(log T)."""
+def associative_forward(A, b, full: bool, combine: Combine, stored: bool = False):
+    """`z_t = A_t z_{t-1} + b_t` from `z_0 = 0` (fold a nonzero z_0 into b_1 first).
+
+    `stored`: A and b are given, and z returned, in `split_order(T)` (a caller that builds
+    A itself, as DEER does, saves the T·M² gather)."""
+    order = split_order(b.shape[0])
+    if not _split(b.shape[0]):
+        return _forward(A, b, full, combine, False)
+    if stored:
+        return _forward(A, b, full, combine, True)
+    z = _forward(jnp.take(A, order, axis=0), jnp.take(b, order, axis=0), full, combine, True)
+    return jnp.take(z, np.argsort(order), axis=0)
+
+
+def associative_reverse(A, g, full: bool, combine: Combine, stored: bool = False):
+    """`λ_{t-1} = g_{t-1} + A_tᵀ λ_t` from `λ_T = 0`; returns `(λ_0, …, λ_{T-1})`
+    (`stored`: as `associative_forward`)."""
+    order = split_order(g.shape[0])
+    if not _split(g.shape[0]):
+        return _reverse(A, g, full, combine, False)
+    if stored:
+        return _reverse(A, g, full, combine, True)
+    lam = _reverse(jnp.take(A, order, axis=0), jnp.take(g, order, axis=0), full, combine, True)
+    return jnp.take(lam, np.argsort(order), axis=0)
+
+
+def _forward(A, b, full, combine, split):
+    """The forward scan on one level, stored in `split_order` (`split`) or naturally: the
+    maps of steps (2j, 2j+1) are composed, the half-length level gives z at the odd steps,
+    one more step each gives the even ones."""
     n = b.shape[0]
     if n == 1:
         return b
     eyeA, zero = _identity(A, full)
-    (Ae, Ao), (be, bo) = _pairs(A, eyeA), _pairs(b, zero)
+    (Ae, Ao), (be, bo) = _halves(A, split, eyeA), _halves(b, split, zero)
+    sub = split and _split(n // 2)
     if full:
-        zo = associative_forward(matmul(Ao, Ae, combine), matvec(Ao, be, combine) + bo,
-                                 full, combine)  # fmt: skip
+        zo = _forward(matmul(Ao, Ae, combine), matvec(Ao, be, combine) + bo, full, combine, sub)
     else:
-        zo = associative_forward(Ao * Ae, Ao * be + bo, full, combine)
-    zprev = jnp.concatenate([jnp.zeros_like(zo[:1]), zo[:-1]], axis=0)  # z_{2j-1}
+        zo = _forward(Ao * Ae, Ao * be + bo, full, combine, sub)
+    zprev = _neighbour(zo, sub, -1)  # z_{2j-1}
     ze = (matvec(Ae, zprev, combine) if full else Ae * zprev) + be
-    return _interleave(ze, zo, n)
+    return _assemble(ze, zo, split, n)
 
 
-def associative_reverse(A, g, full: bool, combine: Combine):
-    """`λ_{t-1} = g_{t-1} + A_tᵀ λ_t` from `λ_T = 0`; returns `(λ_0, …, λ_{T-1})`.
-
-    The mirror image of `associative_forward` in row-vector form (`λᵀ ↦ λᵀ A_t + gᵀ`,
-    pairs composed as `(A_{2j+1} A_{2j}, g_{2j+1} A_{2j} + g_{2j})`), so A is never
-    flipped or transposed."""
+def _reverse(A, g, full, combine, split):
+    """The reverse scan on one level: the mirror image of `_forward` in row-vector form
+    (`λᵀ ↦ λᵀ A_t + gᵀ`, pairs composed as `(A_{2j+1} A_{2j}, g_{2j+1} A_{2j} + g_{2j})`),
+    so A is never flipped or transposed."""
     n = g.shape[0]
     if n == 1:
         return g
     eyeA, zero = _identity(A, full)
-    (Ae, Ao), (ge, go) = _pairs(A, eyeA), _pairs(g, zero)
+    (Ae, Ao), (ge, go) = _halves(A, split, eyeA), _halves(g, split, zero)
+    sub = split and _split(n // 2)
     if full:
-        lam_e = associative_reverse(matmul(Ao, Ae, combine), vecmat(go, Ae, combine) + ge,
-                                    full, combine)  # fmt: skip
+        lam_e = _reverse(matmul(Ao, Ae, combine), vecmat(go, Ae, combine) + ge, full, combine,
+                         sub)  # fmt: skip
     else:
-        lam_e = associative_reverse(Ao * Ae, Ae * go + ge, full, combine)
-    lam_next = jnp.concatenate([lam_e[1:], jnp.zeros_like(lam_e[:1])], axis=0)  # λ_{2j+2}
+        lam_e = _reverse(Ao * Ae, Ae * go + ge, full, combine, sub)
+    lam_next = _neighbour(lam_e, sub, +1)  # λ_{2j+2}
     lam_o = (vecmat(lam_next, Ao, combine) if full else Ao * lam_next) + go
-    return _interleave(lam_e, lam_o, n)
+    return _assemble(lam_e, lam_o, split, n)

@@ -20,9 +20,10 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from . import _fused
+from . import _fused, _parallel
 from ._checks import check_int, check_optional_int, check_real
-from ._scan import METHODS, adjoint_scan, auto_method, linear_scan
+from ._auto import auto_method
+from ._scan import METHODS
 from ._solver import AbstractSolver, SolverInfo, as_linearization, shift, vmap_step
 
 
@@ -130,6 +131,7 @@ class DEER(AbstractSolver):
         tol = self._tol(z_init.dtype)
         T, M = z_init.shape
         fused = _is_fused(self.scan_method, T, M, diagonal)
+        order = _parallel.storage_order(self.scan_method, T, M, not diagonal)
 
         def newton_step(state):
             z, _ = state
@@ -141,10 +143,8 @@ class DEER(AbstractSolver):
                 delta = _fused.newton_delta(step, lin, params, z0, us, z, diagonal,
                                             self.chunk_size)  # fmt: skip
             else:
-                zprev = shift(z0, z)
-                f = vmap_step(step, params, zprev, us)
-                J = lin.evaluate(params, zprev, us, diagonal)
-                delta = linear_scan(J, f - z, method=self.scan_method, chunk_size=self.chunk_size)
+                r, J = _parallel.linearize(step, lin, params, z0, z, us, diagonal, order)
+                delta = _parallel.newton_delta(J, r, self.scan_method, self.chunk_size, order)
             znew = z + delta
             done = jnp.max(jnp.abs(delta)) <= tol * jnp.maximum(1.0, jnp.max(jnp.abs(znew)))
             return (znew, J), done, jnp.all(jnp.isfinite(znew))
@@ -201,8 +201,9 @@ class DEER(AbstractSolver):
 def implicit_fixed_point(step, lin, diagonal, scan_method, chunk_size):
     """Identity on the fixed point `z_star`, with the implicit-function-theorem VJP.
 
-    `J_star`: the Jacobians to use in the adjoint (the last Newton iteration's), or None to
-    evaluate them at `z_star` (fused path: block by block inside the reverse scan)."""
+    `J_star`: the Jacobians to use in the adjoint (the last Newton iteration's, in the
+    vectorized path's storage order), or None to evaluate them at `z_star` (fused path:
+    block by block inside the reverse scan)."""
 
     @jax.custom_vjp
     def fixed_point(params, z0, us, z_star, J_star):
@@ -218,14 +219,11 @@ def implicit_fixed_point(step, lin, diagonal, scan_method, chunk_size):
             dparams, dz0, dus = _fused.adjoint(step, lin, params, z0, us, z_star, g, diagonal,
                                                chunk_size)  # fmt: skip
             return (dparams, dz0, dus) + zero
-        zprev = shift(z0, z_star)
+        order = _parallel.storage_order(scan_method, *z_star.shape, not diagonal)
         if J is None:
-            J = lin.evaluate(params, zprev, us, diagonal)
-        # Adjoint μ_t = g_t + J_{t+1}ᵀ μ_{t+1}, μ_T = g_T: one reverse scan.
-        mu, _ = adjoint_scan(J, g, method=scan_method, chunk_size=chunk_size)
-        _, vjp = jax.vjp(lambda p, zp, u: vmap_step(step, p, zp, u), params, zprev, us)
-        dparams, dzprev, dus = vjp(mu)
-        return (dparams, dzprev[0], dus) + zero
+            J = _parallel.evaluate_at(step, lin, params, z0, z_star, us, diagonal, order)
+        mu = _parallel.adjoint(J, g, scan_method, chunk_size, order)
+        return _parallel.step_vjp(step, params, z0, z_star, us, mu) + zero
 
     fixed_point.defvjp(fwd, bwd)
     return fixed_point

@@ -17,10 +17,11 @@ import jax.numpy as jnp
 from ._solver import Linearization, shift, time_slice, vmap_step
 
 
-def default_block_size(M: int) -> int:
-    """Block length of the fused path: ≈ 32K Jacobian entries per block, in [64, 512]."""
-    c = 2 ** round(math.log2(max(32768 / M**2, 1.0)))
-    return int(min(max(c, 64), 512))
+def default_block_size(M: int, diagonal: bool = False) -> int:
+    """Block length of the fused path: ≈ 32K Jacobian entries per block (M² per step, or M
+    for quasi-DEER's diagonals), in [64, 512] (full) or [64, 4096] (diagonal)."""
+    c = 2 ** round(math.log2(max(32768 / (M if diagonal else M**2), 1.0)))
+    return int(min(max(c, 64), 4096 if diagonal else 512))
 
 
 def _blocks(x, n, c):
@@ -35,8 +36,8 @@ def _unblock(x, T):
     return x.reshape((-1,) + x.shape[2:])[:T]
 
 
-def _layout(T, M, block):
-    c = min(block or default_block_size(M), T)
+def _layout(T, M, block, diagonal):
+    c = min(block or default_block_size(M, diagonal), T)
     n = -(-T // c)
     return c, n, (lambda x: _blocks(x, n, c))
 
@@ -58,7 +59,7 @@ def newton_delta(step, lin: Linearization, params, z0, us, z, diagonal, block):
     parts = []
     for k, (lo, hi) in enumerate(lin.bounds(T)):
         jac = lin.function(k, diagonal)
-        c, n, blk = _layout(hi - lo, M, block)
+        c, n, blk = _layout(hi - lo, M, block, diagonal)
 
         def body(d, xs, jac=jac):
             zp, zc, u = xs
@@ -101,7 +102,7 @@ def _adjoint_phase(step, jac, params, xs, carry, diagonal, block):
     """One phase of `adjoint`: the reverse scan over its blocks from `carry = (λ, dparams)`."""
     zprev, gshift, us = xs
     T, M = zprev.shape
-    c, n, blk = _layout(T, M, block)
+    c, n, blk = _layout(T, M, block, diagonal)
     valid = (jnp.arange(n * c) < T).reshape(n, c)  # False on the padded steps
 
     def body(carry, xs):

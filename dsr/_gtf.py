@@ -1,4 +1,5 @@
-"""Generalized teacher forcing (GTF), Hess et al. (2026), arXiv:2605.12683, Sec. 3.2, Eq. 8–9, Alg. 3.
+"""Generalized teacher forcing (GTF): Hess et al. (2026), arXiv:2605.12683, Sec. 3.2, Eq. 8–9,
+Alg. 3.
 
 Teacher signals `z̄_t = B⁺ x_t`; forced state `z̃_t = P_α z_t + α z̄_t` with
 `P_α = I − α B⁺B`; forced map `F̃(z_{t-1}) = F(z̃_{t-1})` with Jacobian `J_F(z̃_{t-1}) P_α`.

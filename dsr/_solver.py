@@ -20,6 +20,7 @@ from typing import Any
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
 from ._checks import check_int
@@ -84,11 +85,21 @@ class Linearization(eqx.Module):
         full = self.full[k]
         return lambda p, z, u: jnp.diagonal(full(p, z, u))
 
-    def evaluate(self, params, zprev: Float[Array, "T M"], us, diagonal: bool):
-        """All T Jacobians `(T, M, M)` (or their diagonals `(T, M)`) at `zprev`."""
-        parts = [vmap_step(self.function(k, diagonal), params, *time_slice((zprev, us), lo, hi))
-                 for k, (lo, hi) in enumerate(self.bounds(zprev.shape[0]))]  # fmt: skip
-        return parts[0] if len(parts) == 1 else jnp.concatenate(parts, axis=0)
+    def evaluate(self, params, zprev: Float[Array, "T M"], us, diagonal: bool, order=None):
+        """All T Jacobians `(T, M, M)` (or their diagonals `(T, M)`) at `zprev`.
+
+        `order`: `zprev` and `us` are stored in this permutation of time (storage slot s
+        holds step `order[s]`), and so is the result."""
+        T = zprev.shape[0]
+        bounds = self.bounds(T)
+        if order is None or len(bounds) == 1:
+            parts = [vmap_step(self.function(k, diagonal), params, *time_slice((zprev, us), lo, hi))
+                     for k, (lo, hi) in enumerate(bounds)]  # fmt: skip
+            return parts[0] if len(parts) == 1 else jnp.concatenate(parts, axis=0)
+        slots = [np.nonzero((order >= lo) & (order < hi))[0] for lo, hi in bounds]
+        parts = [vmap_step(self.function(k, diagonal), params, *time_take((zprev, us), idx))
+                 for k, idx in enumerate(slots)]  # fmt: skip
+        return jnp.take(jnp.concatenate(parts, axis=0), np.argsort(np.concatenate(slots)), axis=0)
 
 
 def as_linearization(jac: StepFn | Linearization) -> Linearization:
@@ -109,6 +120,11 @@ def vmap_step(fn: StepFn, params, zprev, us):
 def time_slice(tree, lo: int, hi: int):
     """Steps `lo..hi-1` of every leaf of `tree` (leading time axis)."""
     return jax.tree_util.tree_map(lambda x: x[lo:hi], tree)
+
+
+def time_take(tree, idx):
+    """The steps `idx` (a static index array) of every leaf of `tree`."""
+    return jax.tree_util.tree_map(lambda x: jnp.take(x, idx, axis=0), tree)
 
 
 class AbstractSolver(eqx.Module):
