@@ -4,14 +4,17 @@ Forward: step t is the map `z ↦ A_t z + b_t`. The maps of steps (2j, 2j+1) are
 (`(A_{2j+1} A_{2j}, A_{2j+1} b_{2j} + b_{2j+1})`), the half-length problem is solved
 recursively and one more step each gives the remaining states: the recursive-doubling scan
 of `lax.associative_scan`, written out so that only what the trajectory needs is computed
-(no prefix products of A, no padded interleaves; 1.3–1.7× faster than
-`lax.associative_scan` on CPU at T = 32,768). Reverse (the adjoint's transposed recurrence
+(no prefix products of A, no padded interleaves). Reverse (the adjoint's transposed recurrence
 `λ_{t-1} = g_{t-1} + A_tᵀ λ_t`): the mirror image in row-vector form `λᵀ ↦ λᵀ A_t + gᵀ`,
 so A is never flipped or transposed (those copies were ≈ 30% of the reverse scan at M = 16).
 
 The small matrix products are batched matmuls or, for small M, unrolled multiply-and-sum
-loops that XLA fuses into one elementwise kernel (`_auto.auto_combine`; XLA:CPU's batched
-dot is slow for 4 ≤ M ≤ 6: 7–10× slower than the unrolled form at M = 4).
+loops that XLA fuses into one elementwise kernel (`_auto.auto_combine`, measured per backend;
+on CPU the unrolled form is up to 15× faster at M = 4 and 3–6× at M = 16).
+
+For full matrices both scans keep every level in `split_order`: the pairs `(2j, 2j+1)` are the two contiguous
+halves of the array, so no level slices with a stride (strided operands made XLA:CPU's
+products 3–6× slower); a caller that builds A itself can build it in that order.
 """
 
 from __future__ import annotations
@@ -106,25 +109,33 @@ def associative_forward(A, b, full: bool, combine: Combine, stored: bool = False
 
     `stored`: A and b are given, and z returned, in `split_order(T)` (a caller that builds
     A itself, as DEER does, saves the T·M² gather)."""
-    order = split_order(b.shape[0])
-    if not _split(b.shape[0]):
-        return _forward(A, b, full, combine, False)
-    if stored:
-        return _forward(A, b, full, combine, True)
-    z = _forward(jnp.take(A, order, axis=0), jnp.take(b, order, axis=0), full, combine, True)
-    return jnp.take(z, np.argsort(order), axis=0)
+    return _entry(_forward, A, b, full, combine, stored)
 
 
 def associative_reverse(A, g, full: bool, combine: Combine, stored: bool = False):
     """`λ_{t-1} = g_{t-1} + A_tᵀ λ_t` from `λ_T = 0`; returns `(λ_0, …, λ_{T-1})`
     (`stored`: as `associative_forward`)."""
-    order = split_order(g.shape[0])
-    if not _split(g.shape[0]):
-        return _reverse(A, g, full, combine, False)
-    if stored:
-        return _reverse(A, g, full, combine, True)
-    lam = _reverse(jnp.take(A, order, axis=0), jnp.take(g, order, axis=0), full, combine, True)
-    return jnp.take(lam, np.argsort(order), axis=0)
+    return _entry(_reverse, A, g, full, combine, stored)
+
+
+def _entry(kernel, A, b, full, combine, stored):
+    """Run `kernel` in split storage for full A (diagonal A: natural order, whose strided
+    slices fuse into the elementwise combine and measured as fast), converting the order of
+    the inputs and the result as `stored` asks."""
+    n = b.shape[0]
+    if not _split(n):
+        return kernel(A, b, full, combine, False)
+    order = split_order(n)
+    if full:
+        if stored:
+            return kernel(A, b, full, combine, True)
+        A, b = jnp.take(A, order, axis=0), jnp.take(b, order, axis=0)
+        return jnp.take(kernel(A, b, full, combine, True), np.argsort(order), axis=0)
+    if not stored:
+        return kernel(A, b, full, combine, False)
+    inverse = np.argsort(order)
+    A, b = jnp.take(A, inverse, axis=0), jnp.take(b, inverse, axis=0)
+    return jnp.take(kernel(A, b, full, combine, False), order, axis=0)
 
 
 def _forward(A, b, full, combine, split):

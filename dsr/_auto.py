@@ -6,7 +6,7 @@ without an entry gets `REASONED_DEFAULT`, argued below but not measured.
 
 An entry has
 - `"full"`, `"diag"`: rules `(max_M, max_T, method)` for full and diagonal multipliers; the
-  first rule with `M ≤ max_M` and `T ≤ max_T` wins;
+  first rule with `M ≤ max_M` and `T ≤ max_T` wins (None: no limit);
 - `"unrolled_M"`: `(lo, hi)`, the state sizes for which the associative combine multiplies
   its small matrices by an unrolled multiply-and-sum instead of a batched matmul;
 - `"source"`: where the numbers come from.
@@ -16,21 +16,21 @@ from __future__ import annotations
 
 import jax
 
-INF = float("inf")
-
 AUTO_TABLE: dict[str, dict] = {
     # `python -m benchmarks.scan`, T = 128…32,768, M = 4…64, full and diagonal, forward and
     # reverse: `lax.scan` compiles to a tight loop (≈ 20 ns per step for M = 4) and was the
     # fastest in all 60 cells, by 1.5–33× over `associative` and 2–400× over `chunked` (a
     # CPU has no idle parallel units to repay their extra work, and their T·M² or T·c·M
-    # temporaries are memory-bound). The combine of `associative` (used only when asked for
-    # on CPU): XLA:CPU's batched dot is slow for 4 ≤ M ≤ 6 (e.g. 75 ms against 6.9 ms
-    # unrolled at M = 4, T = 32,768) and fine for M ≤ 3 and M ≥ 8 (`benchmarks.scan
-    # --combine`).
+    # temporaries are memory-bound). The combine of `associative` (used on CPU only when asked
+    # for): XLA:CPU's batched dot is fast only for some sizes (M = 2, 8, 10, 12); elsewhere
+    # the unrolled form wins, by up to 15× at M = 4 (2.9 ms against 43 ms for T = 32,768)
+    # and 3–6× at M = 16 (`python -m benchmarks.scan --combine`, forward and reverse).
     "cpu": {
-        "full": ((INF, INF, "sequential"),),
-        "diag": ((INF, INF, "sequential"),),
-        "unrolled_M": (4, 6),
+        "full": ((None, None, "sequential"),),
+        "diag": ((None, None, "sequential"),),
+        "combine": {2: "matmul", 3: "unrolled", 4: "unrolled", 6: "unrolled", 8: "matmul",
+                    10: "matmul", 12: "matmul", 16: "unrolled", 24: "unrolled",
+                    32: "unrolled"},
         "source": "benchmarks.scan and benchmarks.scan --combine on a 2-vCPU AMD EPYC VM",
     },
 }
@@ -41,9 +41,9 @@ AUTO_TABLE: dict[str, dict] = {
 # scan's up- and down-sweep matmuls) in batched matmuls. Small matrices: batched matmuls of
 # 2×2…8×8 blocks use a GPU poorly, while the unrolled combine is one elementwise kernel.
 REASONED_DEFAULT: dict = {
-    "full": ((32, INF, "associative"), (INF, INF, "chunked")),
-    "diag": ((INF, INF, "associative"),),
-    "unrolled_M": (1, 8),
+    "full": ((32, None, "associative"), (None, None, "chunked")),
+    "diag": ((None, None, "associative"),),
+    "combine": {8: "unrolled", 9: "matmul"},
     "source": "reasoned default (not measured)",
 }
 
@@ -57,12 +57,13 @@ def auto_entry(backend: str | None = None) -> dict:
 def auto_method(T: int, M: int, full: bool, backend: str | None = None) -> str:
     """The scan method `"auto"` resolves to for T steps of state size M."""
     for max_M, max_T, method in auto_entry(backend)["full" if full else "diag"]:
-        if M <= max_M and T <= max_T:
+        if (max_M is None or M <= max_M) and (max_T is None or T <= max_T):
             return method
     return "associative"
 
 
 def auto_combine(M: int, backend: str | None = None) -> str:
-    """The associative combine for state size M: `"unrolled"` or `"matmul"`."""
-    lo, hi = auto_entry(backend)["unrolled_M"]
-    return "unrolled" if lo <= M <= hi else "matmul"
+    """The associative combine for state size M: `"unrolled"` or `"matmul"` (the choice
+    measured at the nearest size; ties go to the smaller one)."""
+    table = {int(m): c for m, c in auto_entry(backend)["combine"].items()}  # JSON keys: str
+    return table[min(table, key=lambda m: (abs(m - M), m))]

@@ -1,6 +1,6 @@
 """DEER's vectorized (parallel) path: all T Jacobians at once, one parallel scan per solve.
 
-With the associative scan the arrays are kept in its storage order (`split_order(T)`:
+With the associative scan of full Jacobians the arrays are kept in its storage order (`split_order(T)`:
 every level's pairs are contiguous halves). Only the T·M vectors (z, inputs, residuals) are
 permuted; the T Jacobians are evaluated in that order directly, so the T·M² array is never
 gathered, and the adjoint reuses them as they are.
@@ -20,10 +20,12 @@ from ._solver import Linearization, shift, time_take, vmap_step
 
 def storage_order(method: str, T: int, M: int, full: bool) -> np.ndarray | None:
     """The time order of the vectorized path's arrays: `split_order(T)` for the
-    associative scan (None where that is the natural order), else None."""
+    associative scan of full Jacobians (None where that is the natural order), else None."""
     method = auto_method(T, M, full) if method == "auto" else method
     order = split_order(T)
-    return order if method == "associative" and not np.array_equal(order, np.arange(T)) else None
+    if method != "associative" or not full or np.array_equal(order, np.arange(T)):
+        return None
+    return order
 
 
 def permute(tree, order):
