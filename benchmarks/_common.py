@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 
@@ -147,51 +146,29 @@ def lorenz63(n: int, *, dt: float = 0.01, transient: int = 1000, x0=(1.0, 1.0, 1
     return ((out - out.mean(0)) / out.std(0)).astype(dtype)
 
 
-def train_shplrnn(data: np.ndarray, latent_dim: int, *, hidden_dim: int = 50, steps: int = 300,
-                  seq_len: int = 128, batch_size: int = 16, alpha: float = 0.15,
-                  learning_rate: float = 2e-3, seed: int = 0):  # fmt: skip
-    """A shPLRNN briefly trained on `data` by GTF (Adam, one-step MSE, BPTT through
-    `dsr.Sequential`; the gradient equals GTF-DEER's). Returns `(model, info dict)`.
+def trained_shplrnn(data: np.ndarray, latent_dim: int, *, hidden_dim: int = 50, steps: int = 300,
+                    seq_len: int = 128, batch_size: int = 16, alpha: float = 0.15,
+                    learning_rate: float = 2e-3, seed: int = 0):  # fmt: skip
+    """A shPLRNN briefly trained on `data` by `dsr.fit` (GTF, α fixed). Returns
+    `(model, info dict)`.
 
     The benchmarks need a model with non-trivial dynamics (DEER's iteration count depends on
-    them, papers/001 App. H.1), not a good one: a few hundred steps suffice.
+    them, Hess et al. (2026) App. H.1), not a good one: a few hundred steps suffice.
     """
-    import equinox as eqx
-    import optax
-
     import dsr
 
-    N = data.shape[-1]
-    model = dsr.ShPLRNN(N, latent_dim, hidden_dim, key=jax.random.key(seed))
-    opt = optax.adam(learning_rate)
-    state = opt.init(eqx.filter(model, eqx.is_inexact_array))
-
-    def loss(m, x):
-        z, _ = dsr.gtf_forward(m, x, alpha, solver=dsr.Sequential())
-        return jnp.mean((z @ m.B.T - x[:, 1:]) ** 2)
-
-    @eqx.filter_jit
-    def update(m, state, x):
-        value, g = eqx.filter_value_and_grad(loss)(m, x)
-        u, state = opt.update(g, state)
-        return eqx.apply_updates(m, u), state, value
-
-    rng = np.random.default_rng(seed)
-    xs = jnp.asarray(data)
+    model = dsr.ShPLRNN(data.shape[-1], latent_dim, hidden_dim, key=jax.random.key(seed))
     t = time.perf_counter()
-    losses = []
-    for _ in range(steps):
-        idx = rng.integers(0, len(data) - seq_len - 1, batch_size)
-        xb = jnp.stack([xs[i : i + seq_len + 1] for i in idx])
-        model, state, value = update(model, state, xb)
-        losses.append(value)
-    losses = [float(v) for v in losses]
+    result = dsr.fit(model, data, alpha, steps=steps, seq_len=seq_len, batch_size=batch_size,
+                     learning_rate=learning_rate, solver="auto", key=jax.random.key(seed),
+                     progress=False)  # fmt: skip
+    losses = [float(v) for v in np.asarray(result.history["loss"]).ravel()]
     info = dict(steps=steps, seq_len=seq_len, batch_size=batch_size, alpha=alpha,
-                learning_rate=learning_rate, hidden_dim=hidden_dim, seed=seed,
+                learning_rate=learning_rate, hidden_dim=hidden_dim, seed=seed, trainer="dsr.fit",
                 first_loss=losses[0] if losses else None,
                 final_loss=float(np.mean(losses[-10:])) if losses else None,
                 train_s=time.perf_counter() - t)  # fmt: skip
-    return model, info
+    return result.model, info
 
 
 # ------------------------------------------------------------------------------ output

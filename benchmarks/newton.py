@@ -1,4 +1,4 @@
-"""Newton iterations of the GTF-DEER forward pass against the forcing α (papers/001 Fig. 1B).
+"""Newton iterations of the GTF-DEER forward pass against the forcing α (Hess et al. 2026, Fig. 1B).
 
 ``python -m benchmarks.newton [--quick] --out DIR`` trains a shPLRNN (L = 50) on Lorenz-63
 (N = 3) for M = N = 3 and M = 10 > N, then runs the GTF-DEER forward pass on windows of
@@ -8,6 +8,12 @@ at 500 Newton iterations. It records the iterations of every window (a vmapped s
 window stops on its own), whether it converged, and prints a table of the median iterations;
 ``DIR/newton.json`` holds everything, ``DIR/newton.png`` plots iterations against α
 (log scale; non-converged solves are drawn at the cap).
+
+It also measures quasi-DEER's approximate gradient: for every α and window, the relative error
+`‖g_quasi − g‖ / ‖g‖` of the one-step-MSE gradient with the diagonal adjoint
+(`DEER(jacobian="diag")`, Hess et al. (2026) Eq. 44) against the exact one (BPTT through
+`dsr.Sequential()`, which `DEER(jacobian="diag", exact_adjoint=True)` reproduces), over all
+parameters (`gradient` records; `gradient_table`).
 
 Expected (paper, Sec. 5.1): iterations fall as α grows; for M ≤ N and large α full DEER
 converges in 2 iterations (one to converge, one to verify); `pinv` helps for M = N and the
@@ -21,6 +27,7 @@ import sys
 import time
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -41,12 +48,18 @@ def run(*, M=(3, 10), alphas=tuple(np.round(np.linspace(0, 1, 21), 4)), inits=IN
     rng = np.random.default_rng(1)
     starts = rng.integers(0, len(data) - T - 1, windows)
     xw = jnp.asarray(np.stack([data[s : s + T + 1] for s in starts]))
-    records, training = [], {}
+    records, training, grad_records = [], {}, []
     for m in M:
-        model, info = C.train_shplrnn(data, m, hidden_dim=hidden_dim, steps=train_steps,
-                                      alpha=train_alpha, seq_len=min(512, T))  # fmt: skip
+        model, info = C.trained_shplrnn(data, m, hidden_dim=hidden_dim, steps=train_steps,
+                                        alpha=train_alpha, seq_len=min(512, T))  # fmt: skip
         training[m] = info
         params, static = eqx.partition(model, eqx.is_inexact_array)
+        if "diag" in jacobians:
+            grad_records += gradient_errors(params, static, xw, alphas, m, max_iter)
+            if verbose:
+                print(f"M={m:<2d} quasi gradient error: " + " ".join(
+                    f"{r['median_rel_error']:.2g}" for r in grad_records[-len(alphas):]),
+                    flush=True)  # fmt: skip
         for jacobian in jacobians:
             for init in inits:
                 solver = dsr.DEER(jacobian=jacobian, init=init, max_iter=max_iter)
@@ -80,11 +93,56 @@ def run(*, M=(3, 10), alphas=tuple(np.round(np.linspace(0, 1, 21), 4)), inits=IN
                       hidden_dim=hidden_dim, obs_dim=3, dtype="float32", warmup=0,
                       data="lorenz63 RK4 dt=0.01 standardized",
                       training={str(k): v for k, v in training.items()}),
-        records=records)  # fmt: skip
+        records=records, gradient=grad_records)  # fmt: skip
     if out is not None:
         C.write_json(out, "newton", payload)
         plot(payload, out)
     return payload
+
+
+def gradient_errors(params, static, xw, alphas, M, max_iter) -> list[dict]:
+    """Relative error of quasi-DEER's Eq. 44 gradient against the exact one, per window."""
+
+    def grad(solver):
+        def loss(p, x, alpha):
+            model = eqx.combine(p, static)
+            z, info = dsr.gtf_forward(model, x, alpha, solver=solver)
+            return jnp.mean((z @ model.B.T - x[1:]) ** 2), info
+
+        g = jax.grad(loss, has_aux=True)
+        return jax.jit(jax.vmap(g, in_axes=(None, 0, None)))
+
+    exact = grad(dsr.Sequential())
+    quasi = grad(dsr.DEER(jacobian="diag", max_iter=max_iter))
+    flat = lambda g: jnp.concatenate([v.reshape(v.shape[0], -1)  # noqa: E731
+                                      for v in jax.tree_util.tree_leaves(g)], axis=1)
+    out = []
+    for alpha in alphas:
+        ge, _ = exact(params, xw, jnp.float32(alpha))
+        gq, info = quasi(params, xw, jnp.float32(alpha))
+        ge, gq = flat(ge), flat(gq)
+        rel = np.asarray(jnp.linalg.norm(gq - ge, axis=1) / jnp.linalg.norm(ge, axis=1))
+        conv = np.asarray(info.converged)
+        ok = rel[conv & np.isfinite(rel)]
+        out.append(dict(M=M, alpha=float(alpha), rel_error=rel.tolist(), converged=conv.tolist(),
+                        median_rel_error=float(np.median(ok)) if ok.size else float("nan")))
+    return out
+
+
+def gradient_table(payload: dict) -> str:
+    """Median relative error of quasi-DEER's gradient (converged windows; `–`: none)."""
+    s = payload["settings"]
+    idx = {(r["M"], r["alpha"]): r for r in payload.get("gradient", [])}
+    header = ["α"] + [f"M={m} quasi ‖g_q − g‖/‖g‖" for m in s["M"]]
+    rows = []
+    for a in s["alphas"]:
+        row = [f"{a:.2f}"]
+        for m in s["M"]:
+            r = idx.get((m, a))
+            v = None if r is None else r["median_rel_error"]
+            row.append("–" if v is None or not np.isfinite(v) else f"{v:.2f}")
+        rows.append(row)
+    return C.markdown_table(header, rows)
 
 
 def table(payload: dict) -> str:
@@ -152,6 +210,9 @@ def main(argv=None):
                   out=a.out)  # fmt: skip
     print()
     print(table(payload))
+    if payload["gradient"]:
+        print()
+        print(gradient_table(payload))
     print(f"\nwrote {a.out}/newton.json and {a.out}/newton.png")
     return payload
 

@@ -1,4 +1,4 @@
-"""Training-step time of sequential GTF (BPTT) against GTF-DEER (papers/001 Fig. 1A, App. H.1).
+"""Training-step time of sequential GTF (BPTT) against GTF-DEER (Hess et al. 2026, Fig. 1A).
 
 ``python -m benchmarks.runtime [--quick] --out DIR`` measures the median time of one combined
 forward + backward GTF training step — `jax.jit(jax.value_and_grad(loss))` with the MSE of
@@ -7,17 +7,25 @@ forward + backward GTF training step — `jax.jit(jax.value_and_grad(loss))` wit
 - `sequential`: `dsr.Sequential()`, a plain `lax.scan` with BPTT (the paper's baseline);
 - `sequential_unroll`: `dsr.Sequential(unroll=U)`, the same loop unrolled U steps: a *tuned*
   baseline, reported beside the plain one so that no speedup rests on a weak baseline;
-- `deer`: `dsr.DEER(jacobian="full")`, GTF-DEER with implicit gradients;
+- `deer`: `dsr.DEER(jacobian="full")`, GTF-DEER with implicit gradients (`scan_method="auto"`:
+  the fused sequential path on CPU, the associative scan on accelerators);
+- `deer_associative`: `dsr.DEER(scan_method="associative")`, the O(log T)-depth path
+  accelerators run, timed on any backend;
 - `quasi`: `dsr.DEER(jacobian="diag")`, quasi-DEER,
 
 on Lorenz-63 (N = 3, RK4, Δt = 0.01, standardized), shPLRNN with L = 50, batch B = 1,
 α = 0.15, no warm-up, T = 128 … 32,768 in powers of 2 and M ∈ {4, 16, 64} (the paper's grid,
 minus M = 128). DEER's cost depends on the model's dynamics (its Newton iteration count), so
-each M first gets a shPLRNN briefly trained on Lorenz-63 by GTF (`--train-steps`). The
+each M first gets a shPLRNN briefly trained on Lorenz-63 by `dsr.fit` (`--train-steps`). The
 methods of a cell are timed interleaved; every raw timing, the Newton iterations, the
 convergence flag and the compiled executable's temporary memory go into ``DIR/runtime.json``;
 ``DIR/runtime.png`` plots time and speedup against T. The device is recorded: the script runs
 unchanged on a GPU.
+
+``python -m benchmarks.runtime --compare-before --out DIR`` times the solver as it was before
+the solver-speed work (a frozen copy, `benchmarks/_before.py`) against the current one in
+one process, interleaved (`benchmarks/_compare.py`), and writes ``DIR/runtime_compare.json``
+and ``.png``.
 """
 
 from __future__ import annotations
@@ -33,8 +41,12 @@ import jax.numpy as jnp
 import dsr
 
 from . import _common as C
+from . import _compare
 
-METHODS = ("sequential", "sequential_unroll", "deer", "quasi")
+METHODS = ("sequential", "sequential_unroll", "deer", "deer_associative", "quasi")
+
+
+PARALLEL = ("deer", "deer_associative", "deer_chunked", "quasi")
 
 
 def solver_for(method: str, unroll: int = 8) -> dsr.AbstractSolver:
@@ -42,6 +54,8 @@ def solver_for(method: str, unroll: int = 8) -> dsr.AbstractSolver:
         "sequential": lambda: dsr.Sequential(),
         "sequential_unroll": lambda: dsr.Sequential(unroll=unroll),
         "deer": lambda: dsr.DEER(jacobian="full"),
+        "deer_associative": lambda: dsr.DEER(scan_method="associative"),
+        "deer_chunked": lambda: dsr.DEER(scan_method="chunked"),
         "quasi": lambda: dsr.DEER(jacobian="diag"),
     }[method]()
 
@@ -59,11 +73,12 @@ def train_step_fn(static, solver, alpha: float):
 
 def run(*, T=tuple(C.powers_of_two(128, 32768)), M=(4, 16, 64), methods=METHODS, repeats=9,
         alpha=0.15, hidden_dim=50, unroll=8, train_steps=300, train_seq_len=512,
-        budget_s=30.0, max_call_s=60.0, out=None, verbose=True) -> dict:  # fmt: skip
+        budget_s=30.0, max_call_s=60.0, out=None, deadline=None, verbose=True) -> dict:  # fmt: skip
     """Run the grid; returns (and with `out`, writes) the JSON payload.
 
     A method whose first call in a cell takes longer than `max_call_s` is recorded with that
     one timing (`"single": true`) and not run for the larger T of that M (`payload["skipped"]`).
+    `deadline`: a `time.perf_counter()` value after which no further cell is started.
     """
     T, M, methods = list(T), list(M), list(methods)
     skipped = []
@@ -71,9 +86,12 @@ def run(*, T=tuple(C.powers_of_two(128, 32768)), M=(4, 16, 64), methods=METHODS,
     x_all = jnp.asarray(data)
     records, training = [], {}
     for m in M:
+        if deadline is not None and time.perf_counter() > deadline:
+            skipped += [dict(method=k, M=m, T=t, reason="deadline") for k in methods for t in T]
+            continue
         t0 = time.perf_counter()
-        model, info = C.train_shplrnn(data, m, hidden_dim=hidden_dim, steps=train_steps,
-                                      seq_len=min(train_seq_len, max(T)), alpha=alpha)  # fmt: skip
+        model, info = C.trained_shplrnn(data, m, hidden_dim=hidden_dim, steps=train_steps,
+                                        seq_len=min(train_seq_len, max(T)), alpha=alpha)  # fmt: skip
         training[m] = info
         if verbose:
             print(f"M={m}: trained {train_steps} steps in {time.perf_counter() - t0:.1f} s "
@@ -81,6 +99,9 @@ def run(*, T=tuple(C.powers_of_two(128, 32768)), M=(4, 16, 64), methods=METHODS,
         params, static = eqx.partition(model, eqx.is_inexact_array)
         too_slow = set()
         for t in T:
+            if deadline is not None and time.perf_counter() > deadline:
+                skipped += [dict(method=k, M=m, T=t, reason="deadline") for k in methods]
+                continue
             x = x_all[: t + 1]
             cases, meta, single = {}, {}, {}
             for method in methods:
@@ -114,7 +135,7 @@ def run(*, T=tuple(C.powers_of_two(128, 32768)), M=(4, 16, 64), methods=METHODS,
                     f"{k}={C.fmt_s(r['median_s'])}"
                     + (f" ({seq / r['median_s']:.2f}x, {r['newton_iters']} it"
                        + ("" if r["converged"] else ", NOT converged") + ")"
-                       if k in ("deer", "quasi") and seq else "")
+                       if k in PARALLEL and seq else "")
                     for k, r in row.items()), flush=True)  # fmt: skip
     payload = dict(
         benchmark="runtime", environment=C.environment(),
@@ -141,7 +162,7 @@ def table(payload: dict, M: int | None = None) -> str:
     s = payload["settings"]
     idx = _index(payload)
     methods = s["methods"]
-    par = [k for k in ("deer", "quasi") if k in methods]
+    par = [k for k in PARALLEL if k in methods]
     bases = [k for k in ("sequential", "sequential_unroll") if k in methods]
     header = ["M", "T"] + [k.replace("_", " ") for k in methods]
     header += [f"{k} speedup{' vs unrolled' if b != 'sequential' else ''}"
@@ -174,6 +195,7 @@ def plot(payload: dict, out) -> None:
     idx = _index(payload)
     fig, (ax, ax2) = C.new_figure(2, width=5.0)
     styles = dict(sequential=("-", "o"), sequential_unroll=(":", "o"), deer=("--", "s"),
+                  deer_associative=(":", "D"), deer_chunked=(":", "v"),
                   quasi=("-.", "^"))  # fmt: skip
     for i, m in enumerate(s["M"]):
         color = f"C{i}"
@@ -183,7 +205,7 @@ def plot(payload: dict, out) -> None:
                 ls, mk = styles.get(method, ("-", "."))
                 ax.loglog(*zip(*pts), ls, marker=mk, ms=3, color=color,
                           label=f"{method}, M={m}")  # fmt: skip
-        for method in ("deer", "quasi"):
+        for method in PARALLEL:
             pts = [(t, idx[("sequential", m, t)]["median_s"] / idx[(method, m, t)]["median_s"])
                    for t in s["T"] if (method, m, t) in idx and ("sequential", m, t) in idx]
             if pts:
@@ -216,7 +238,8 @@ def main(argv=None):
     p.add_argument("--T-min", type=int, help="smallest T (default 128)")
     p.add_argument("--T-max", type=int, help="largest T (default 32768; --quick 2048)")
     p.add_argument("--M", type=int, nargs="+", help="latent sizes (default 4 16 64; --quick 4)")
-    p.add_argument("--methods", nargs="+", choices=METHODS, default=list(METHODS))
+    p.add_argument("--methods", nargs="+", choices=METHODS + ("deer_chunked",),
+                   default=list(METHODS))
     p.add_argument("--repeats", type=int, help="timed calls per case (median; default 9, --quick 3)")
     p.add_argument("--alpha", type=float, default=0.15)
     p.add_argument("--unroll", type=int, default=8, help="unroll of the tuned sequential baseline")
@@ -224,7 +247,13 @@ def main(argv=None):
     p.add_argument("--budget", type=float, help="seconds of timing per cell before stopping early")
     p.add_argument("--max-call", type=float, default=60.0,
                    help="a method slower than this per call is timed once, then skipped for larger T")
+    p.add_argument("--compare-before", action="store_true",
+                   help="time the solver before/after the speed work (default M 4 16, T 32768)")
+    p.add_argument("--groups", nargs="+", choices=_compare.GROUPS, default=list(_compare.GROUPS),
+                   help="--compare-before: which groups to time")
     a = p.parse_args(argv)
+    if a.compare_before:
+        return _main_compare(a)
     T = C.powers_of_two(a.T_min or (256 if a.quick else 128),
                         a.T_max or (4096 if a.quick else 32768))  # fmt: skip
     T = T[::2] if a.quick and a.T_max is None else T
@@ -237,6 +266,20 @@ def main(argv=None):
     print()
     print(table(payload))
     print(f"\nwrote {a.out}/runtime.json and {a.out}/runtime.png")
+    return payload
+
+
+def _main_compare(a):
+    payload = _compare.compare(
+        M=a.M or ([4] if a.quick else [4, 16]), T=a.T_max or (2048 if a.quick else 32768),
+        groups=a.groups, repeats=a.repeats or (3 if a.quick else 7),
+        train_steps=(60 if a.quick else 300) if a.train_steps is None else a.train_steps,
+        budget_s=a.budget or (5.0 if a.quick else 60.0), out=a.out)  # fmt: skip
+    print()
+    print(_compare.table(payload))
+    for m, r in _compare.ratios(payload).items():
+        print(f"M={m}: " + ", ".join(f"{k} {v:.2f}" for k, v in r.items() if v is not None))
+    print(f"\nwrote {a.out}/runtime_compare.json and {a.out}/runtime_compare.png")
     return payload
 
 

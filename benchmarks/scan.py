@@ -8,6 +8,11 @@ and the methods of one cell are timed interleaved; the statistic is the median. 
 markdown table (time per method, the fastest, and what `auto` picks on this backend) and
 writes ``DIR/scan.json`` (environment, settings, every raw timing) and ``DIR/scan.png``.
 
+With ``--combine`` the full-matrix cells also time the associative kernel with each of its
+two combines, `associative:matmul` (batched matmuls) and `associative:unrolled` (an unrolled
+multiply-and-sum), whatever `auto_combine` would pick: where `_auto.AUTO_TABLE`'s
+`"combine"` entries come from.
+
 Multipliers are random but contracting (full: `0.9·I + 0.05·G/√M`; diagonal: U(0.5, 1)
 with 10% exact zeros, as quasi-DEER diagonals have), so nothing overflows or goes denormal.
 """
@@ -16,12 +21,15 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from dsr import linear_scan
+from dsr._associative import associative_forward, associative_reverse
+from dsr._auto import auto_combine
 from dsr._scan import auto_method
 
 from . import _common as C
@@ -29,6 +37,17 @@ from . import _common as C
 METHODS = ("sequential", "associative", "chunked")
 KINDS = ("full", "diag")
 DIRECTIONS = ("forward", "reverse")
+COMBINES = ("associative:matmul", "associative:unrolled")
+
+
+def _case(method, reverse):
+    """`(A, b, z0) -> states` for a method or an `associative:<combine>` variant."""
+    if ":" not in method:
+        return lambda A, b, z0: linear_scan(A, b, z0, method=method, reverse=reverse)
+    combine = method.split(":")[1]
+    if reverse:  # fold λ_T into g_{T-1}
+        return lambda A, b, z0: associative_reverse(A, b.at[-1].add(z0 @ A[-1]), True, combine)
+    return lambda A, b, z0: associative_forward(A, b.at[0].add(A[0] @ z0), True, combine)
 
 
 def _inputs(T, M, kind, dtype, seed=0):
@@ -44,35 +63,42 @@ def _inputs(T, M, kind, dtype, seed=0):
 
 
 def run(*, T=(128, 512, 2048, 8192, 32768), M=(4, 16, 64), kinds=KINDS, directions=DIRECTIONS,
-        methods=METHODS, repeats=7, dtype="float32", budget_s=20.0, out=None,
-        verbose=True) -> dict:  # fmt: skip
-    """Run the grid; returns (and with `out`, writes) the JSON payload."""
+        methods=METHODS, combine=False, repeats=7, dtype="float32", budget_s=20.0, out=None,
+        deadline=None, verbose=True) -> dict:  # fmt: skip
+    """Run the grid; returns (and with `out`, writes) the JSON payload. `deadline`: a
+    `time.perf_counter()` value after which no further cell is started (`skipped`)."""
     dtype = jnp.dtype(dtype)
     backend = jax.default_backend()
-    records, cells = [], []
+    records, cells, skipped = [], [], []
     for kind in kinds:
         for m in M:
             for t in T:
+                if deadline is not None and time.perf_counter() > deadline:
+                    skipped.append(dict(kind=kind, M=m, T=t))
+                    continue
                 A, b, z0 = _inputs(t, m, kind, dtype)
                 auto = auto_method(t, m, kind == "full", backend)
-                cell = dict(kind=kind, M=m, T=t, auto=auto)
+                cell = dict(kind=kind, M=m, T=t, auto=auto,
+                            auto_combine=auto_combine(m, backend) if kind == "full" else None)
+                variants = list(methods) + (list(COMBINES) if combine and kind == "full" else [])
                 for direction in directions:
                     cases, meta = {}, {}
-                    for method in methods:
-                        fn = lambda A, b, z0, method=method, rev=direction == "reverse": linear_scan(  # noqa: E731
-                            A, b, z0, method=method, reverse=rev)
+                    for method in variants:
+                        fn = _case(method, direction == "reverse")
                         compiled, compile_s, mem = C.compile_fn(fn, A, b, z0)
                         cases[method] = (compiled, (A, b, z0))
                         meta[method] = dict(compile_s=compile_s, **mem)
                     times = C.time_interleaved(cases, repeats, budget_s)
                     meds = {k: C.median(v) for k, v in times.items()}
-                    for method in methods:
+                    for method in variants:
                         records.append(dict(kind=kind, direction=direction, M=m, T=t,
                                             method=method, median_s=meds[method],
                                             min_s=min(times[method]), times_s=times[method],
                                             **meta[method]))  # fmt: skip
-                    best = min(meds, key=meds.get)
+                    best = min((k for k in meds if ":" not in k), key=meds.get)
                     cell[f"best_{direction}"] = best
+                    if combine and kind == "full":
+                        cell[f"best_combine_{direction}"] = min(COMBINES, key=meds.get).split(":")[1]
                     if auto in meds:
                         cell[f"auto_over_best_{direction}"] = meds[auto] / meds[best]
                     if verbose:
@@ -83,8 +109,9 @@ def run(*, T=(128, 512, 2048, 8192, 32768), M=(4, 16, 64), kinds=KINDS, directio
     payload = dict(benchmark="scan", environment=C.environment(),
                    settings=dict(T=list(T), M=list(M), kinds=list(kinds),
                                  directions=list(directions), methods=list(methods),
-                                 repeats=repeats, dtype=str(dtype), budget_s=budget_s),
-                   records=records, cells=cells)  # fmt: skip
+                                 combine=combine, repeats=repeats, dtype=str(dtype),
+                                 budget_s=budget_s),
+                   records=records, cells=cells, skipped=skipped)  # fmt: skip
     if out is not None:
         C.write_json(out, "scan", payload)
         plot(payload, out)
@@ -93,7 +120,9 @@ def run(*, T=(128, 512, 2048, 8192, 32768), M=(4, 16, 64), kinds=KINDS, directio
 
 def table(payload: dict) -> str:
     """One row per (kind, M, T): median forward / reverse time per method, best, auto."""
-    methods = payload["settings"]["methods"]
+    methods = list(payload["settings"]["methods"])
+    if payload["settings"].get("combine"):
+        methods += list(COMBINES)
     dirs = payload["settings"]["directions"]
     idx = {(r["kind"], r["direction"], r["M"], r["T"], r["method"]): r["median_s"]
            for r in payload["records"]}  # fmt: skip
@@ -101,7 +130,7 @@ def table(payload: dict) -> str:
     header += [f"best {d[:3]}" for d in dirs] + ["auto", "auto/best"]
     rows = []
     for c in payload["cells"]:
-        key = (c["kind"], c["M"], c["T"])
+        key = (c["kind"], c["M"], c["T"])  # "–" for a combine variant of a diagonal cell
         row = [c["kind"], c["M"], c["T"]]
         row += [C.fmt_s(idx.get((key[0], d, key[1], key[2], m))) for d in dirs for m in methods]
         row += [c.get(f"best_{d}", "") for d in dirs]
@@ -148,14 +177,17 @@ def main(argv=None):
     p.add_argument("--methods", nargs="+", choices=METHODS, default=list(METHODS))
     p.add_argument("--repeats", type=int, help="timed calls per case (median)")
     p.add_argument("--dtype", default="float32", choices=["float32", "float64"])
+    p.add_argument("--combine", action="store_true",
+                   help="also time the associative kernel's matmul and unrolled combines (full)")
     a = p.parse_args(argv)
     if a.dtype == "float64":
         jax.config.update("jax_enable_x64", True)
     T = a.T or ([256, 4096] if a.quick else [128, 512, 2048, 8192, 32768])
     M = a.M or ([4, 16] if a.quick else [4, 16, 64])
     repeats = a.repeats or (5 if a.quick else 9)
-    payload = run(T=T, M=M, kinds=a.kinds, methods=a.methods, repeats=repeats, dtype=a.dtype,
-                  budget_s=5.0 if a.quick else 20.0, out=a.out)  # fmt: skip
+    payload = run(T=T, M=M, kinds=a.kinds, methods=a.methods, combine=a.combine,
+                  repeats=repeats, dtype=a.dtype, budget_s=5.0 if a.quick else 20.0,
+                  out=a.out)  # fmt: skip
     print()
     print(table(payload))
     print(f"\nwrote {a.out}/scan.json and {a.out}/scan.png")
@@ -164,3 +196,33 @@ def main(argv=None):
 
 if __name__ == "__main__":
     main(sys.argv[1:])
+
+
+def suggested_entry(payload: dict) -> dict:
+    """An `_auto.AUTO_TABLE` entry from a run: per kind, rules `(max_M, max_T, method)` with
+    the fastest of forward + reverse at each measured (M, T) (None, no limit, for the
+    largest M and T); with `--combine`, the faster combine per M (summed over T and
+    directions)."""
+    med = {}
+    for r in payload["records"]:
+        key = (r["kind"], r["M"], r["T"], r["method"])
+        med[key] = med.get(key, 0.0) + r["median_s"]
+    s = payload["settings"]
+    entry = {"source": f"benchmarks.scan on {payload['environment']['device_kind'] or payload['environment']['device']}"}
+    for kind in s["kinds"]:
+        rules = []
+        for m in sorted(s["M"]):
+            Ts = sorted({t for (k, mm, t, _) in med if k == kind and mm == m})
+            for i, t in enumerate(Ts):
+                best = min(s["methods"], key=lambda x: med.get((kind, m, t, x), float("inf")))
+                rules.append([None if m == max(s["M"]) else m, t if i < len(Ts) - 1 else None,
+                              best])  # fmt: skip
+        entry[kind] = rules
+    if s.get("combine"):
+        comb = {}
+        for (kind, m, t, method), v in med.items():
+            if ":" in method:
+                comb.setdefault(m, {}).setdefault(method.split(":")[1], 0.0)
+                comb[m][method.split(":")[1]] += v
+        entry["combine"] = {m: min(c, key=c.get) for m, c in sorted(comb.items())}
+    return entry

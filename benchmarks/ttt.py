@@ -1,7 +1,7 @@
 """Tokens per second of the TTT layer: recurrent vs chunk-wise parallel form.
 
 ``python -m benchmarks.ttt [--quick] --out DIR`` times `ttt_linear` in both forms over a
-grid of sequence lengths T and chunk sizes L (papers/000 Sec. 6.2 / Table 2 report up to
+grid of sequence lengths T and chunk sizes L (Liu et al. 2026, Sec. 6.2 / Table 2 report up to
 4× for the parallel form on a GPU), prints a markdown table and writes ``DIR/ttt.json``
 (device, backend, versions, settings, raw timings) and ``DIR/ttt.png``. Each case is
 jitted and compiled first (compile time is recorded but excluded), run once to warm up, then

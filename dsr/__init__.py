@@ -5,8 +5,10 @@ The public surface is everything imported here. Where it lives:
 - models: `dsr/models/` — `ShPLRNN`, `ClippedShPLRNN` (`_shplrnn.py`, `_clipped.py`), `LSSM`
   (`_lssm.py`) and the abstract templates (`_base.py`); baselines from other papers in
   `dsr/baselines/` (TTT / linear attention, selective SSM).
-- solving the forced recurrence: `_scan.py` (the shared scan backend), `_solver.py` (`DEER`,
-  `Sequential`), `_gtf.py` (generalized teacher forcing).
+- solving the forced recurrence: `_scan.py` (the shared scan backend; `_associative.py` its
+  O(log T) kernels, `_auto.py` what `auto` picks), `_solver.py` (the solver interface,
+  `Sequential`), `_deer.py` (`DEER`; `_fused.py` its CPU path), `_gtf.py` (generalized
+  teacher forcing).
 - training: `_fit.py` (`fit`), `_alpha.py` (α strategies), `_regularization.py`.
 - using a model: `_generate.py`, `_serialization.py` (`save` / `load`), `_io.py` (the
   checksummed file format); evaluation in `dsr/metrics/`.
@@ -27,7 +29,8 @@ from ._io import FileFormatError as FileFormatError
 from ._regularization import Regularization as Regularization
 from ._scan import linear_scan as linear_scan
 from ._serialization import load as load, load_extra as load_extra, save as save
-from ._solver import DEER as DEER, AbstractSolver as AbstractSolver
+from ._deer import DEER as DEER
+from ._solver import AbstractSolver as AbstractSolver, Linearization as Linearization
 from ._solver import Sequential as Sequential, SolverInfo as SolverInfo
 from ._solver import resolve_solver as resolve_solver
 from .baselines import SelectiveSSM as SelectiveSSM, SwiGLUKernel as SwiGLUKernel

@@ -21,7 +21,8 @@ from ._history import History
 from ._io import FileFormatError, read_container, write_container
 from ._regularization import Regularization
 from ._serialization import deserialize, serialize
-from ._solver import DEER, Sequential
+from ._deer import DEER
+from ._solver import Sequential
 
 _ALPHAS = {c.__name__: c for c in (ConstantAlpha, AdaptiveAlpha)}
 _SOLVERS = {c.__name__: c for c in (DEER, Sequential)}

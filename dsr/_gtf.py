@@ -1,4 +1,5 @@
-"""Generalized teacher forcing (GTF), papers/001 Sec. 3.2 and Eq. 8–9, Alg. 3.
+"""Generalized teacher forcing (GTF): Hess et al. (2026), arXiv:2605.12683, Sec. 3.2, Eq. 8–9,
+Alg. 3.
 
 Teacher signals `z̄_t = B⁺ x_t`; forced state `z̃_t = P_α z_t + α z̄_t` with
 `P_α = I − α B⁺B`; forced map `F̃(z_{t-1}) = F(z̃_{t-1})` with Jacobian `J_F(z̃_{t-1}) P_α`.
@@ -14,7 +15,8 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from ._checks import ArgumentTypeError, check_array, check_int, is_concrete
-from ._solver import DEER, AbstractSolver, SolverInfo
+from ._deer import DEER
+from ._solver import AbstractSolver, Linearization, SolverInfo
 from .models._base import AbstractGTFModel
 
 
@@ -36,7 +38,7 @@ def check_finite(name: str, x) -> None:
 
 
 def teacher_signals(model: AbstractGTFModel, x: Float[Array, "*T N"]) -> Float[Array, "*T M"]:
-    """`z̄_t = B⁺ x_t` (papers/001 Sec. 3.2)."""
+    """`z̄_t = B⁺ x_t` (Hess et al. 2026, Sec. 3.2)."""
     return x @ jnp.linalg.pinv(model.B).T
 
 
@@ -129,22 +131,38 @@ def _gtf_single(model, x, alpha, warmup, solver, inputs):
     alphas = jax.lax.stop_gradient(forcing_alphas(T, alpha, warmup, dtype))
     s = None if inputs is None else jnp.asarray(inputs, dtype)[1:]
     us = (zbar[:-1], alphas, s)
+    # P_α = I − α B⁺B per phase: warm-up (α = 1), then α. The Jacobian of the forced map is
+    # J_F(z̃) P_α; models fold P_α into their factors (`jacobian_product`).
+    eye = jnp.eye(model.latent_dim, dtype=dtype)
+    a = jax.lax.stop_gradient(jnp.asarray(alpha, dtype))
+    P = jax.lax.stop_gradient((eye - BpB, eye - a * BpB))
 
     def forced(BpB, z, zb, a):
         return z - a * (BpB @ z) + a * zb
 
     def step(p, z, u):
-        mparams, BpB = p
+        mparams, BpB, _ = p
         m = eqx.combine(mparams, static)
         zb, a, st = u
         return m.step(forced(BpB, z, zb, a), st)
 
-    def jac(p, z, u):
-        mparams, BpB = p
-        m = eqx.combine(mparams, static)
-        zb, a, st = u
-        J = m.jacobian(forced(BpB, z, zb, a), st)
-        return J - a * (J @ BpB)
+    def phase(k, diagonal):
+        def jac(p, z, u):
+            mparams, BpB, P = p
+            m = eqx.combine(mparams, static)
+            zb, a, st = u
+            zt = forced(BpB, z, zb, a)
+            if diagonal:
+                return m.jacobian_product_diagonal(zt, P[k], st)
+            return m.jacobian_product(zt, P[k], st)
 
+        return jac
+
+    # The first step's Jacobian is never used (it multiplies the fixed z_0), so without a
+    # warm-up one phase (α) covers all steps.
+    lengths = (warmup + 1, T - warmup - 1) if 0 < warmup < T - 1 else (T,)
+    ks = (0, 1) if len(lengths) == 2 else ((0,) if warmup else (1,))
+    lin = Linearization(full=tuple(phase(k, False) for k in ks),
+                        diagonal=tuple(phase(k, True) for k in ks), lengths=lengths)  # fmt: skip
     z_init = solver.initial_guess(zbar[1:])
-    return solver.solve(step, jac, (params, BpB), zbar[0], us, z_init)
+    return solver.solve(step, lin, (params, BpB, P), zbar[0], us, z_init)

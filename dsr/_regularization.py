@@ -1,4 +1,4 @@
-"""Regularization of the loss (papers/001 App. E, Eq. 49–61)."""
+"""Regularization of the loss (Hess et al. 2026, App. E, Eq. 49–61)."""
 
 from __future__ import annotations
 

@@ -6,16 +6,18 @@ the method is a strategy:
 
 - `"sequential"`: `lax.scan`, depth T, work T·M² (full) or T·M (diagonal).
 - `"associative"`: `lax.associative_scan` over affine maps `(A₂A₁, A₂b₁ + b₂)`,
-  depth O(log T), work O(T·M³) (full).
-- `"chunked"`: the chunk-wise parallel form of Behrouz et al. / papers/000 App. H.
+  depth O(log T), work O(T·M³) (full); see `_associative.py` (its small-M unrolled combine
+  and the reverse scan without flipped or transposed copies).
+- `"chunked"`: the chunk-wise parallel form of Behrouz et al. /
+  Liu et al. (2026), "Test-Time Training with KV Binding Is Secretly Linear Attention", App. H.
   T is split into chunks of length c. Diagonal: inside a chunk the contribution of
   step i to step j is the dense decay mask `C[j, i] = Π_{i<k≤j} a_k` (built by cumulative
   products, never by dividing them, so negative or zero multipliers are fine), applied as
   one batched product; full: the chunk's affine maps are composed by a short scan inside
   every chunk (all chunks at once). A scan over the T/c chunk summaries carries the state
   across chunks, and a last dense step fixes up every position. Depth c + T/c.
-- `"auto"`: the fastest measured choice for the backend and size (see
-  `benchmarks/scan.py` and the README's Performance section).
+- `"auto"`: the fastest measured choice for the backend and size (`_auto.py`: a table of
+  measured choices per backend, `benchmarks.scan` and the README's Performance section).
 
 The reverse (transposed) recurrence `λ_{t-1} = g_{t-1} + A_tᵀ λ_t` is the same problem in
 reversed time with transposed multipliers; it is what adjoints need. Reverse-mode
@@ -32,6 +34,9 @@ from typing import Literal
 import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
+
+from ._associative import associative_forward, associative_reverse
+from ._auto import auto_combine, auto_method as auto_method
 
 ScanMethod = Literal["auto", "sequential", "associative", "chunked"]
 METHODS = ("auto", "sequential", "associative", "chunked")
@@ -52,25 +57,6 @@ def default_chunk_size(T: int) -> int:
     """A power of two near √T, clipped to [4, 64]: balances depth c against T/c."""
     c = 2 ** round(math.log2(max(math.sqrt(T), 1.0)))
     return int(min(max(c, 4), 64))
-
-
-def auto_method(T: int, M: int, full: bool, backend: str | None = None) -> str:
-    """The method `"auto"` resolves to (thresholds measured by `benchmarks.scan`)."""
-    backend = jax.default_backend() if backend is None else backend
-    if backend == "cpu":
-        # Measured (`python -m benchmarks.scan`, T = 128…32,768, M = 4…64, full and diagonal,
-        # forward and reverse): `lax.scan` compiles to a tight loop (≈ 20 ns per step for
-        # M = 4) and was fastest in all 60 cells, by 1.5–33× over `associative` and 2–400×
-        # over `chunked` (a CPU has no idle parallel units to repay their extra work, and
-        # their T·M² or T·c·M temporaries are memory-bound).
-        return "sequential"
-    # Accelerators (a reasoned default, not measured here): depth matters most, so the
-    # O(log T)-depth associative scan, as DEER (Lim et al. 2024) and quasi-DEER use. For large
-    # full matrices the work T·M³ saturates the device; the chunked form composes each chunk
-    # once (≈ half the associative scan's up- and down-sweep matmuls) in batched matmuls.
-    if full and M > 32:
-        return "chunked"
-    return "associative"
 
 
 # ----------------------------------------------------------------------------------------
@@ -95,20 +81,12 @@ def _fold_z0(A, b, z0, full):
 
 def _associative(A, b, z0, full):
     b = _fold_z0(A, b, z0, full)
-
-    def combine(earlier, later):
-        Ae, be = earlier
-        Al, bl = later
-        if full:
-            return Al @ Ae, jnp.einsum("...ij,...j->...i", Al, be) + bl
-        return Al * Ae, Al * be + bl
-
-    _, zs = jax.lax.associative_scan(combine, (A, b))
-    return zs
+    return associative_forward(A, b, full, auto_combine(b.shape[-1]))
 
 
 def decay_mask(a: Float[Array, "c *d"]) -> Float[Array, "c c *d"]:
-    """`C[j, i] = Π_{k=i+1}^{j} a_k` for `i ≤ j`, else 0 (papers/000 App. H decay mask).
+    """`C[j, i] = Π_{k=i+1}^{j} a_k` for `i ≤ j`, else 0 (the decay mask of
+    Liu et al., App. H).
 
     Built by a cumulative product over j of `where(k > i, a_k, 1)`: no division, so
     negative and zero multipliers are exact. The product is a log-depth associative scan:
@@ -181,11 +159,6 @@ def _forward_impl(A, b, z0, full, method, chunk_size):
     return _chunked(A, b, z0, full, chunk_size)
 
 
-def _flip_transpose(A, full):
-    A = jnp.flip(A, axis=0)
-    return jnp.swapaxes(A, -1, -2) if full else A
-
-
 def _sequential_reverse(A, g, lamT, full):
     # λ_{t-1} = g_{t-1} + A_tᵀ λ_t in place (`lax.scan(reverse=True)`, `λ @ A_t`): no flipped
     # or transposed copy of A (4× faster than flip + forward for full A on CPU).
@@ -200,10 +173,18 @@ def _sequential_reverse(A, g, lamT, full):
 
 def _reverse_impl(A, g, lamT, full, method, chunk_size):
     T, M = g.shape
-    if (auto_method(T, M, full) if method == "auto" else method) == "sequential":
+    method = auto_method(T, M, full) if method == "auto" else method
+    if method == "sequential":
         return _sequential_reverse(A, g, lamT, full)
-    out = _forward_impl(_flip_transpose(A, full), jnp.flip(g, 0), lamT, full, method, chunk_size)
-    return jnp.flip(out, 0)
+    last = (lamT @ A[-1]) if full else A[-1] * lamT  # fold λ_T into g_{T-1}
+    g = g.at[-1].add(last)
+    if method == "associative":
+        # Row-vector combine and a suffix scan: no flipped or transposed copy of A.
+        return associative_reverse(A, g, full, auto_combine(M))
+    A = jnp.flip(A, axis=0)
+    A = jnp.swapaxes(A, -1, -2) if full else A
+    zero = jnp.zeros_like(lamT)
+    return jnp.flip(_forward_impl(A, jnp.flip(g, 0), zero, full, method, chunk_size), 0)
 
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(3, 4, 5))

@@ -1,4 +1,4 @@
-"""Baselines on the forced Lorenz-96 system (papers/001 Sec. 5.4, Fig. 3B, at small scale).
+"""Baselines on the forced Lorenz-96 system (Hess et al. 2026, Sec. 5.4, Fig. 3B, at small scale).
 
 Trains four models with the same budget (steps, sequence length, batch size, learning
 rate, warm-up) on a short forced Lorenz-96 data set (App. F, N = 6):

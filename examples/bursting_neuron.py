@@ -1,6 +1,6 @@
 """Bursting neuron (V, n observed; h hidden): one shPLRNN trained by GTF-DEER on long sequences.
 
-Mirrors papers/001 Fig. 3A/C (bursting-neuron panels): a shPLRNN (M = 6) is trained by GTF-DEER
+Mirrors Hess et al. (2026) Fig. 3A/C (bursting-neuron panels): a shPLRNN (M = 6) is trained by GTF-DEER
 with α = 0.4 and warm-up T_w = T/2 on the 'standard' preset of the Durstewitz (2009) model
 (SPEC §7: inter-burst gaps ≈ 3,400 steps at Δt = 0.025), evaluated by D_stsp^DE with the
 paper's delay embedding (m, τ) = (7, 1024) and RMSE(128), and its free-running membrane
@@ -76,7 +76,7 @@ def main(argv=None):
     plot(ds, x_gen, res.history, png)
     js = os.path.join(args.out, "bursting_neuron.json")
     _common.write_json(js, {
-        "experiment": "papers/001 Fig. 3A/C (bursting neuron), small scale", "runs": [row],
+        "experiment": "Hess et al. (2026) Fig. 3A/C (bursting neuron), small scale", "runs": [row],
         "settings": {"n_data": n_data, "preset": "standard", "latent": 6, "hidden": args.hidden,
                      "alpha": args.alpha, "steps": args.steps, "seq_len": T, "warmup": T // 2,
                      "batch_size": args.batch_size, "learning_rate": 3e-3,

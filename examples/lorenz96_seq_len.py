@@ -1,6 +1,6 @@
 """Forced Lorenz-96: short vs long training sequences at a fixed number of samples per update.
 
-Mirrors papers/001 Fig. 3A (Lorenz-96 panel) and Fig. A3: shPLRNNs (M = 10) are trained by
+Mirrors Hess et al. (2026) Fig. 3A (Lorenz-96 panel) and Fig. A3: shPLRNNs (M = 10) are trained by
 GTF-DEER (α = 0.08, warm-up T_w = T/2, MAR regularization `Regularization(4, 1.0, 1.0, 1e-4)`)
 on sequences of length T with B·T held fixed, and compared by D_stsp^DE with the paper's delay
 embedding (m, τ) = (3, 4096) and by RMSE(128). The sinusoidal forcing (period 15,000 steps) is
@@ -38,7 +38,7 @@ import dsr
 from examples import _common
 
 CONFIGS = [(16, 128), (4, 512), (1, 2048)]  # (B, T), B·T = 2048
-REG = dsr.Regularization(4, 1.0, 1.0, 1e-4)  # M_r, λ_MAR, λ1, λ2 (papers/001 App. H.4.2)
+REG = dsr.Regularization(4, 1.0, 1.0, 1e-4)  # M_r, λ_MAR, λ1, λ2 (Hess et al. 2026, App. H.4.2)
 CONTEXT = 1024  # warm-up for generation and RMSE(128)
 
 
@@ -79,7 +79,7 @@ def main(argv=None):
     plot(rows, ds.test, x_gens, png)
     js = os.path.join(args.out, "lorenz96_seq_len.json")
     _common.write_json(js, {
-        "experiment": "papers/001 Fig. 3A (Lorenz-96), small scale", "runs": rows,
+        "experiment": "Hess et al. (2026) Fig. 3A (Lorenz-96), small scale", "runs": rows,
         "settings": {"n_data": n_data, "configs": configs, "latent": 10, "hidden": args.hidden,
                      "alpha": args.alpha, "steps": args.steps, "learning_rate": 3e-3,
                      "solver": args.solver, "regularization": repr(REG), "context": CONTEXT,

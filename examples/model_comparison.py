@@ -1,6 +1,6 @@
 """Forced Lorenz-96: LSSM vs shPLRNN vs low-rank shPLRNN (r = N, r = N + 1), same budget.
 
-Mirrors papers/001 Fig. 3B / Sec. 5.4 (without the Mamba-2 baseline): four models with M = 10
+Mirrors Hess et al. (2026) Fig. 3B / Sec. 5.4 (without the Mamba-2 baseline): four models with M = 10
 are trained with the same data, sequence length, warm-up, steps, learning rate and MAR
 regularization `Regularization(4, 1.0, 1.0, 1e-4)` (its L1/L2 terms on B apply to the shPLRNNs
 only; the LSSM gets the MAR term of Eq. 61): the LSSM (Eq. 3, teacher forcing through U, a
@@ -94,7 +94,7 @@ def main(argv=None):
     plot(rows, ds.test, x_gens, png)
     js = os.path.join(args.out, "model_comparison.json")
     _common.write_json(js, {
-        "experiment": "papers/001 Fig. 3B, small scale (no Mamba-2)", "runs": rows,
+        "experiment": "Hess et al. (2026) Fig. 3B, small scale (no Mamba-2)", "runs": rows,
         "settings": {"n_data": n_data, "latent": M, "hidden": args.hidden, "alpha": args.alpha,
                      "steps": args.steps, "seq_len": T, "warmup": T_w, "batch_size": 1,
                      "learning_rate": 3e-3, "regularization": repr(REG), "context": CONTEXT,

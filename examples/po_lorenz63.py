@@ -1,6 +1,6 @@
 """Partially observed Lorenz-63: GTF-DEER with full vs diagonal (quasi-DEER) Jacobians.
 
-Mirrors papers/001 Fig. 2 / Sec. 5.2 (the 'PO' setting): only the x-component of Lorenz-63 is
+Mirrors Hess et al. (2026) Fig. 2 / Sec. 5.2 (the 'PO' setting): only the x-component of Lorenz-63 is
 observed (N = 1); a shPLRNN is trained by GTF-DEER (α = 0.15) once with full Jacobians and once
 with their diagonal (quasi-DEER, whose adjoint then uses the diagonal too, Eq. 44), all else
 equal. Reported per variant: median Newton iterations per step, fraction of batches whose DEER
@@ -38,7 +38,7 @@ import data_gen
 import dsr
 from examples import _common
 
-EMBEDDING = (3, 10)  # papers/001 App. G, partially observed Lorenz-63
+EMBEDDING = (3, 10)  # Hess et al. (2026) App. G, partially observed Lorenz-63
 VARIANTS = {"full": dsr.DEER(), "quasi": dsr.DEER(jacobian="diag")}
 
 
@@ -105,7 +105,7 @@ def main(argv=None):
     plot(curves, rows, x_test, x_gens, png)
     js = os.path.join(args.out, "po_lorenz63.json")
     _common.write_json(js, {
-        "experiment": "papers/001 Fig. 2 (PO), small scale", "summary": summary, "runs": rows,
+        "experiment": "Hess et al. (2026) Fig. 2 (PO), small scale", "summary": summary, "runs": rows,
         "settings": {"n_data": n_data, "observed": "x", "latent": args.latent,
                      "hidden": args.hidden, "alpha": args.alpha, "steps": args.steps,
                      "seq_len": seq_len, "batch_size": batch, "learning_rate": 5e-3,

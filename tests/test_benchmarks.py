@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from benchmarks import newton, runtime, scan
+from benchmarks import _compare, device, newton, runtime, scan
 
 
 def _load(out, name):
@@ -33,7 +33,7 @@ def test_runtime(tmp_path, capsys):
         (m, t) for m in runtime.METHODS for t in (64,)}
     for r in recs:
         assert r["M"] == 2
-        assert r["method"] in ("sequential", "sequential_unroll", "deer", "quasi")
+        assert r["method"] in runtime.METHODS
         assert _positive_finite([r["median_s"], r["min_s"], *r["times_s"]])
         assert len(r["times_s"]) == 2
         assert isinstance(r["newton_iters"], int) and r["newton_iters"] >= 0
@@ -54,6 +54,10 @@ def test_newton(tmp_path):
         if r["alpha"] == 1.0 and r["jacobian"] == "full":
             assert r["all_converged"] and r["median_iters"] <= 3  # M = N, fully forced
     assert "α" in newton.table(p)
+    assert len(p["gradient"]) == 2  # quasi's gradient error per α
+    for r in p["gradient"]:
+        assert len(r["rel_error"]) == 2 and all(e >= 0 for e in r["rel_error"])
+    assert "‖g_q − g‖" in newton.gradient_table(p)
 
 
 def test_scan(tmp_path):
@@ -66,6 +70,57 @@ def test_scan(tmp_path):
     for c in p["cells"]:
         assert c["auto"] in scan.METHODS
         assert c["best_forward"] in scan.METHODS and c["best_reverse"] in scan.METHODS
+
+
+def test_scan_combine_and_suggested_entry(tmp_path):
+    p = scan.run(T=(12,), M=(2,), combine=True, repeats=2, budget_s=1.0, out=tmp_path,
+                 verbose=False)
+    full = [r for r in p["records"] if r["kind"] == "full"]
+    assert {r["method"] for r in full} == set(scan.METHODS) | set(scan.COMBINES)
+    entry = scan.suggested_entry(p)
+    assert set(entry["combine"].values()) <= {"matmul", "unrolled"}
+    for kind in ("full", "diag"):
+        assert [rule[2] in scan.METHODS for rule in entry[kind]] == [True]
+    from dsr._auto import auto_combine, auto_method
+
+    # the entry is in the format `_auto` reads
+    import dsr._auto as auto
+
+    auto.AUTO_TABLE["test-backend"] = entry
+    try:
+        assert auto_method(100, 2, True, "test-backend") == entry["full"][0][2]
+        assert auto_combine(2, "test-backend") == entry["combine"][2]
+    finally:
+        del auto.AUTO_TABLE["test-backend"]
+
+
+def test_runtime_compare_before(tmp_path, capsys):
+    """`--compare-before`: the frozen solver and the current one in one process."""
+    runtime.main(["--compare-before", "--quick", "--T-max", "32", "--M", "2", "--repeats", "2",
+                  "--train-steps", "0", "--groups", "step", "jacobian", "--out", str(tmp_path)])
+    p = _load(tmp_path, "runtime_compare")
+    cases = {r["case"] for r in p["records"] if r["group"] == "step"}
+    assert {"sequential", "fused_before", "fused_after", "associative_before",
+            "associative_after", "quasi_before", "quasi_after"} <= cases
+    for r in p["records"]:
+        assert _positive_finite([r["median_s"], *r["times_s"]])
+    r = _compare.ratios(p)[2]
+    assert r["fused_step_speedup"] > 0 and r["associative_step_speedup"] > 0
+    assert "associative step" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_device_quick(tmp_path, capsys):
+    """`benchmarks.device --quick` on CPU: every part runs (or is skipped with a reason)."""
+    p = device.main(["--quick", "--out", str(tmp_path)])
+    assert (tmp_path / "device.png").stat().st_size > 0
+    saved = json.loads((tmp_path / "device.json").read_text())
+    assert saved["benchmark"] == "device" and saved["headline"]["paper_speedup"] == 870.0
+    assert saved["headline"]["speedup"] > 0
+    assert p["ensemble"]["status"] in ("ok", "skipped", "timeout") or p["ensemble"]["status"].startswith("exit")
+    _load(tmp_path / "runtime", "runtime")
+    _load(tmp_path / "scan", "scan")
+    assert "suggested dsr/_auto.py AUTO_TABLE entry" in capsys.readouterr().out
 
 
 def test_bad_arguments():

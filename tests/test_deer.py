@@ -244,3 +244,94 @@ def test_scan_methods_agree(scan_method, chunk_size, jacobian):
     zd, info = fwd(model, x, jnp.asarray(0.4), warmup=3, solver=solver)
     assert bool(info.converged) and rel(zd, zs) < 1e-10
     assert_tree_rel(grads(model, x, solver), grads(model, x, dsr.Sequential()), 1e-9)
+
+
+# ---------------------------------------------------------------- the fast paths (issue 15)
+
+
+@pytest.mark.parametrize("kind", ["full", "lowrank", "inputs", "clipped"])
+def test_jacobian_products_and_diagonals(kind):
+    """The analytic `jacobian_diagonal`, `jacobian_product` (J P, P folded into the factors)
+    and `jacobian_product_diagonal` (diag(J P)) against forming J, and the base-class
+    defaults (what a user model without overrides gets) against the same."""
+    N, M = 3, 5
+    if kind == "clipped":
+        base = random_shplrnn(N, M, seed=21)
+        model = dsr.ClippedShPLRNN(N, M, 12, key=jax.random.key(0), dtype=jnp.float64)
+        model = eqx.tree_at(lambda m: (m.A_bar, m.W_L, m.V, m.b), model,
+                            (base.A_bar, base.W_L, base.V, base.b))
+    else:
+        model = random_shplrnn(N, M, seed=22, rank=2 if kind == "lowrank" else None,
+                               input_dim=2 if kind == "inputs" else 0)
+    s = jnp.array([0.3, -1.1]) if kind == "inputs" else None
+    k1, k2 = jax.random.split(jax.random.key(5))
+    P = jnp.eye(M) - 0.37 * jax.random.normal(k1, (M, M)) / M
+    for z in jax.random.normal(k2, (4, M)) * 2.0:
+        J = model.jacobian(z, s)
+        np.testing.assert_allclose(J, jax.jacfwd(lambda v: model.step(v, s))(z), atol=1e-12)
+        np.testing.assert_allclose(model.jacobian_diagonal(z, s), jnp.diagonal(J), atol=1e-12)
+        np.testing.assert_allclose(model.jacobian_product(z, P, s), J @ P, atol=1e-12)
+        np.testing.assert_allclose(model.jacobian_product_diagonal(z, P, s), jnp.diagonal(J @ P),
+                                   atol=1e-12)
+        np.testing.assert_allclose(dsr.AbstractGTFModel.jacobian_product(model, z, P, s), J @ P,
+                                   atol=1e-12)
+        np.testing.assert_allclose(dsr.AbstractGTFModel.jacobian_product_diagonal(model, z, P, s),
+                                   jnp.diagonal(J @ P), atol=1e-12)
+
+
+@pytest.mark.parametrize("scan_method", ["associative", "chunked"])
+@pytest.mark.parametrize("T_", [32, 37])
+def test_parallel_adjoint_reuses_newton_jacobians(scan_method, T_):
+    """The vectorized path's adjoint runs on the last Newton iteration's Jacobians (kept in
+    the associative scan's storage order): the BPTT gradient, with and without a warm-up
+    (two Jacobian phases), for T a power of two (every level in split order) and odd T."""
+    model = random_shplrnn(3, 4, seed=23)
+    x = data(3, seed=6, T=T_)
+    solver = dsr.DEER(scan_method=scan_method)
+    for warmup in (0, 5):
+        g_seq = grads(model, x, dsr.Sequential(), warmup=warmup)
+        assert_tree_rel(grads(model, x, solver, warmup=warmup), g_seq, 1e-9)
+
+
+def test_quasi_diagonal_adjoint_on_parallel_path():
+    """quasi-DEER's Eq. 44 adjoint on the associative path (reused diagonal Jacobians)
+    equals the NumPy re-derivation, as on the fused path."""
+    model = random_shplrnn(3, 3, seed=10)
+    x = data(3)
+    quasi = dsr.DEER(jacobian="diag", scan_method="associative")
+    g_diag = grads(model, x, quasi, alpha=0.6, warmup=0)
+    assert_tree_rel(g_diag, diag_adjoint_reference(model, x, 0.6), 1e-8)
+
+
+def test_warmup_over_the_whole_window():
+    """`warmup = T − 1`: every step forced with α = 1 (one phase, the α = 1 projection)."""
+    model = random_shplrnn(2, 4, seed=24)
+    x = data(2, seed=7)
+    for solver in (dsr.DEER(), dsr.DEER(scan_method="associative"), dsr.DEER(jacobian="diag")):
+        zs, _ = dsr.gtf_forward(model, x, 0.3, warmup=T - 1, solver=dsr.Sequential())
+        zd, info = dsr.gtf_forward(model, x, 0.3, warmup=T - 1, solver=solver)
+        assert bool(info.converged) and rel(zd, zs) < 1e-10
+
+
+def test_linearization_phases_and_storage_order():
+    """`Linearization.evaluate` with two phases, natural and in a permuted storage order,
+    against evaluating every step by hand; a plain per-step function is one phase."""
+    from dsr._associative import split_order
+    from dsr._solver import Linearization, as_linearization
+
+    Tn, M = 12, 3
+    zprev = jax.random.normal(jax.random.key(1), (Tn, M))
+    us = jnp.arange(Tn, dtype=jnp.float64)
+    f0 = lambda p, z, u: jnp.outer(z, z) * p + u  # noqa: E731
+    f1 = lambda p, z, u: -jnp.outer(z, z) * p - u  # noqa: E731
+    lin = Linearization(full=(f0, f1), lengths=(5, Tn - 5))
+    expect = jnp.stack([(f0 if t < 5 else f1)(2.0, zprev[t], us[t]) for t in range(Tn)])
+    np.testing.assert_allclose(lin.evaluate(2.0, zprev, us, False), expect)
+    np.testing.assert_allclose(lin.evaluate(2.0, zprev, us, True),
+                               jnp.diagonal(expect, axis1=1, axis2=2))
+    order = split_order(Tn)
+    got = lin.evaluate(2.0, zprev[order], us[order], False, order)
+    np.testing.assert_allclose(got, expect[order])
+    assert as_linearization(f0).bounds(Tn) == [(0, Tn)]
+    with pytest.raises(ValueError, match="phase lengths"):
+        lin.bounds(Tn + 1)

@@ -161,3 +161,56 @@ def test_reverse_gradients_match_autodiff(full):
             A, g, l, method=method, chunk_size=4, reverse=True)) * w), argnums=(0, 1, 2))(A, g, lamT)
         for e, r in zip(expect, got):
             np.testing.assert_allclose(r, e, rtol=1e-9, atol=1e-11)
+
+
+@pytest.mark.parametrize("full", [False, True])
+def test_associative_kernels_unrolled_equals_matmul(full):
+    """The recursive-doubling kernels: unrolled combine = matmul combine = NumPy loop,
+    forward and reverse, natural and split storage (`stored=True`), for lengths with every
+    mix of split and natural levels (powers of two, 2^k·odd, odd)."""
+    from dsr._associative import associative_forward, associative_reverse, split_order
+
+    rng = np.random.default_rng(7)
+    for T in (1, 2, 7, 12, 16, 40):
+        for M in (1, 4):
+            A, b, _ = make(rng, T, M, full)
+            fwd = np_forward(A, b, np.zeros(M))
+            rev = np_reverse(A, b, np.zeros(M))
+            order = split_order(T)
+            assert sorted(order) == list(range(T))
+            for combine in ("matmul", "unrolled"):
+                got = associative_forward(jnp.asarray(A), jnp.asarray(b), full, combine)
+                np.testing.assert_allclose(got, fwd, rtol=1e-10, atol=1e-12)
+                got = associative_reverse(jnp.asarray(A), jnp.asarray(b), full, combine)
+                np.testing.assert_allclose(got, rev, rtol=1e-10, atol=1e-12)
+                As, bs = jnp.asarray(A[order]), jnp.asarray(b[order])
+                got = associative_forward(As, bs, full, combine, stored=True)
+                np.testing.assert_allclose(got, fwd[order], rtol=1e-10, atol=1e-12)
+                got = associative_reverse(As, bs, full, combine, stored=True)
+                np.testing.assert_allclose(got, rev[order], rtol=1e-10, atol=1e-12)
+
+
+def test_split_order_pairs_are_halves():
+    """In `split_order(n)` the pairs (2j, 2j+1) of every split level are the two halves."""
+    from dsr._associative import split_order
+
+    for n in (2, 8, 24):
+        o = split_order(n)
+        h = n // 2
+        np.testing.assert_array_equal(o[h:], o[:h] + 1)
+        np.testing.assert_array_equal(o[:h] // 2, split_order(h))
+    np.testing.assert_array_equal(split_order(5), np.arange(5))
+
+
+def test_auto_table():
+    """`auto` reads the measured table for CPU and the reasoned default elsewhere."""
+    from dsr._auto import AUTO_TABLE, REASONED_DEFAULT, auto_combine, auto_entry
+
+    assert auto_entry("cpu") is AUTO_TABLE["cpu"]
+    assert auto_entry("some-accelerator") is REASONED_DEFAULT
+    for backend in ("cpu", "gpu"):
+        for M in (1, 3, 4, 7, 8, 16, 100):
+            assert auto_combine(M, backend) in ("matmul", "unrolled")
+    assert auto_method(32768, 4, True, "cpu") == "sequential"
+    assert auto_method(32768, 4, True, "gpu") == "associative"
+    assert auto_method(32768, 64, True, "gpu") == "chunked"

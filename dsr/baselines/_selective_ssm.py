@@ -1,5 +1,5 @@
 """Selective state-space model (a Mamba-2-style recurrence in the LSSM template),
-papers/001 Sec. 5.4 and App. H.4 (Eq. 72–73)."""
+Hess et al. (2026) Sec. 5.4 and App. H.4 (Eq. 72–73)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def _inv_softplus(y):
 
 class SelectiveSSM(AbstractDataDrivenModel):
     """The LSSM (Eq. 3) with its fixed linear recurrence replaced by a selective SSM, the
-    core recurrence of a Mamba-2 block (papers/001 Eq. 72–73, App. H.4):
+    core recurrence of a Mamba-2 block (Hess et al. 2026, Eq. 72–73, App. H.4):
 
         z_t = Ā_t z_{t-1} + Ū_t(x_{t-1}) + C s_t,     x̂_t = B relu(V z_t + b),
 
@@ -74,7 +74,7 @@ class SelectiveSSM(AbstractDataDrivenModel):
     x_gen = dsr.generate(model, 1000, context=x[:512])
     ```
 
-    References: papers/001 Sec. 5.4, App. H.4 (Eq. 72–73); Dao & Gu (2024), *Transformers
+    References: Hess et al. (2026) Sec. 5.4, App. H.4 (Eq. 72–73); Dao & Gu (2024), *Transformers
     are SSMs* (Mamba-2); Gu & Dao (2024), *Mamba*.
     """
 

@@ -1,8 +1,8 @@
-"""Test-time training with key–value binding (TTT-KVB) as linear attention, papers/000.
+"""Test-time training with key–value binding (TTT-KVB) as linear attention, Liu et al. (2026).
 
 The inner loop keeps a fast weight `W` (the last, linear layer of the inner model
 `f(x) = φ(x) W`) and, chunk by chunk, takes one step of gradient descent with momentum on
-the Frobenius inner-product loss `𝓛_t = −⟨φ(K_t) W, V_t⟩_F` (papers/000 Sec. 5.3, App. E.1,
+the Frobenius inner-product loss `𝓛_t = −⟨φ(K_t) W, V_t⟩_F` (Liu et al. 2026, Sec. 5.3, App. E.1,
 H.2). Chunk t (tokens `tL … tL+L−1`) with learning rate `η_t` and momentum `α_t`:
 
     ΔW_t    = ∇_W 𝓛_t(W_t) + α_t ΔW_{t−1} = −φ(K_t)ᵀ V_t + α_t ΔW_{t−1},   ΔW_{−1} = 0
@@ -10,7 +10,7 @@ H.2). Chunk t (tokens `tL … tL+L−1`) with learning rate `η_t` and momentum 
     O_t     = φ(Q_t) W_{t+1}           (the chunk reads the weight after its own update)
 
 With a static kernel φ (only the last layer is updated, no weight normalization: the
-reduction of papers/000 Sec. 6.1, steps 1–2) this is linear attention (Theorem 3):
+reduction of Liu et al. (2026) Sec. 6.1, steps 1–2) this is linear attention (Theorem 3):
 
     O = φ(Q) W_0 + ((φ(Q) φ(K)ᵀ) ⊙ 𝒞^{↑L}) V,   𝒞_{ti} = Σ_{j=i}^{t} η_j Π_{s=i+1}^{j} α_s
 
@@ -52,7 +52,7 @@ _NORM_EPS = 1e-5  # LaCT's weight-norm epsilon
 
 
 class SwiGLUKernel(eqx.Module):
-    """LaCT's static SwiGLU kernel `φ(x) = silu(x W_gate) ⊙ (x W_up)` (papers/000 Sec. 5.3,
+    """LaCT's static SwiGLU kernel `φ(x) = silu(x W_gate) ⊙ (x W_up)` (Liu et al. 2026, Sec. 5.3,
     App. E.1, where `W_gate`, `W_up` are called `W_0`, `W_2`).
 
     **Arguments:** `w_gate`, `w_up`, both `(d_key, d_hidden)`. `SwiGLUKernel.random(d_key,
@@ -104,7 +104,7 @@ def _cumsum(x, axis):
 def accumulation_mask(
     lr: Float[Array, " N"], momentum: Float[Array, " N"]
 ) -> Float[Array, "N N"]:
-    """The chunk-level mask of papers/000 App. H.1,
+    """The chunk-level mask of Liu et al. (2026) App. H.1,
     `𝒞[t, i] = Σ_{j=i}^{t} η_j Π_{s=i+1}^{j} α_s` for `i ≤ t`, else 0.
 
     `W_{t+1} = W_0 + Σ_{i≤t} 𝒞[t, i] φ(K_i)ᵀ V_i`. Built as a cumulative sum over j of
@@ -132,14 +132,14 @@ def check_form(form, update_kernel, weight_norm, kernel):
                 "`update_kernel=True` has no parallel form: updating the kernel φ makes the "
                 "effective keys and queries depend on the history through nested "
                 "nonlinearities, so the recurrence is no longer linear in the fast weights and "
-                "no associative / chunked form exists (papers/000 App. I.1). "
+                "no associative / chunked form exists (Liu et al. 2026, App. I.1). "
                 "Use `form='recurrent'`."
             )
         if weight_norm:
             raise ValueError(
                 "`weight_norm=True` has no parallel form: normalizing the fast weight after "
                 "every update makes the state recurrence nonlinear (Norm(A + B) ≠ Norm(A) + "
-                "Norm(B)), so no associative / chunked form exists (papers/000 App. I.2). "
+                "Norm(B)), so no associative / chunked form exists (Liu et al. 2026, App. I.2). "
                 "Use `form='recurrent'`."
             )
 
@@ -177,7 +177,7 @@ def _weight_norm(w, target):
 
 
 def _inner_loss(kernel, W, K, V):
-    """The Frobenius inner-product loss `−⟨φ(K) W, V⟩_F` (papers/000 App. E.1)."""
+    """The Frobenius inner-product loss `−⟨φ(K) W, V⟩_F` (Liu et al. 2026, App. E.1)."""
     return -jnp.sum((_phi(kernel, K) @ W) * V)
 
 
@@ -314,7 +314,7 @@ def ttt_linear(
     weight_norm: bool = False,
     block_size: int | None = None,
 ) -> Float[Array, "T Dv"]:
-    """The TTT-KVB layer reduced to linear attention (papers/000 Sec. 6.1), recurrent or
+    """The TTT-KVB layer reduced to linear attention (Liu et al. 2026, Sec. 6.1), recurrent or
     chunk-wise parallel.
 
     Chunk t of length L (`chunk_size`; the last chunk may be shorter) takes one
@@ -353,7 +353,7 @@ def ttt_linear(
     ```
 
     References: Theorem 3, Sec. 5.3, 6.1–6.2 and App. E, H, I of *TTT with KV binding is
-    secretly linear attention* (papers/000).
+    secretly linear attention* (Liu et al. (2026)).
     """
     chunk_size = check_int("chunk_size", chunk_size, 1)
     block_size = check_optional_int("block_size", block_size, 1)

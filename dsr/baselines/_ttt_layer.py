@@ -1,4 +1,4 @@
-"""The TTT / linear-attention layer as an Equinox module (papers/000 Sec. 6.1–6.2)."""
+"""The TTT / linear-attention layer as an Equinox module (Liu et al. 2026, Sec. 6.1–6.2)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def _logit(p: float) -> float:
 
 class TTTLinear(eqx.Module):
     """A single-head TTT-KVB layer: projections `q = x W_q`, `k = x W_k`, `v = x W_v`, then
-    `ttt_linear` (papers/000 Sec. 6.1: only the last inner-loop layer W is updated; φ is a
+    `ttt_linear` (Liu et al. 2026, Sec. 6.1: only the last inner-loop layer W is updated; φ is a
     static kernel, identity or LaCT's SwiGLU).
 
     The per-chunk learning rate and momentum are data-dependent, as in LaCT, but computed
@@ -41,7 +41,7 @@ class TTTLinear(eqx.Module):
     - `kernel`: `"identity"` or `"swiglu"` (hidden width `d_hidden`, default `d_key`).
     - `form`: `"parallel"` (default) or `"recurrent"`; `__call__(x, form=...)` overrides.
     - `momentum`: learn a per-chunk momentum α (else α = 0).
-    - `update_kernel`, `weight_norm`: the non-reducible variants of papers/000 App. I
+    - `update_kernel`, `weight_norm`: the non-reducible variants of Liu et al. (2026) App. I
       (recurrent form only; asking for them with `form="parallel"` raises).
     - `block_size`: the parallel form's block length (see `ttt_linear`).
     - `key`: PRNG key. `dtype`: parameter dtype (default: JAX's default float).

@@ -1,5 +1,5 @@
-"""Test-time-training (TTT / linear-attention) baseline in the LSSM template, papers/000
-Sec. 6 (the TTT layer) and papers/001 Sec. 5.4 (the comparison it serves)."""
+"""Test-time-training (TTT / linear-attention) baseline in the LSSM template, Liu et al. (2026)
+Sec. 6 (the TTT layer) and Hess et al. (2026) Sec. 5.4 (the comparison it serves)."""
 
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ _NORM_EPS = 1e-6
 
 
 class TTTModel(AbstractTeacherForcedModel):
-    """The LSSM template (Eq. 3 of papers/001) with its linear recurrence replaced by a
-    token-level TTT layer (papers/000: TTT with key–value binding, reduced to linear
+    """The LSSM template (Eq. 3 of Hess et al. (2026)) with its linear recurrence replaced by a
+    token-level TTT layer (Liu et al. (2026): TTT with key–value binding, reduced to linear
     attention, Sec. 6.1; parallel form, Sec. 6.2):
 
         e_t = W_e x_t + b_e                                  (affine lift to d_model)
@@ -40,7 +40,7 @@ class TTTModel(AbstractTeacherForcedModel):
     `x_t`; the rest is causal linear attention over the history.
 
     - Training, `predict_teacher_forced(x)`: all tokens at once with the chunk-wise
-      parallel form of `ttt_linear` (papers/000 App. H).
+      parallel form of `ttt_linear` (Liu et al. 2026, App. H).
     - Generation: the free-running state is the flat vector
       `z = (vec W_{t+1}, vec G_t, o_t)` of size `latent_dim = 2·Dh·Dv + Dv`;
       `observe(z) = B relu(V o + b)` and `step(z)` feeds `x̂ = observe(z)` back as the next
@@ -84,7 +84,7 @@ class TTTModel(AbstractTeacherForcedModel):
     x_gen = dsr.generate(model, 1000, context=x[:512])
     ```
 
-    References: papers/000 (Theorem 3, Sec. 6.1–6.2, App. H); papers/001 Sec. 5.4.
+    References: Liu et al. (2026) (Theorem 3, Sec. 6.1–6.2, App. H); Hess et al. (2026) Sec. 5.4.
     """
 
     W_e: Float[Array, "Dm N"]

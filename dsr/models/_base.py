@@ -66,6 +66,19 @@ class AbstractGTFModel(AbstractModel):
     def jacobian_diagonal(self, z: Float[Array, " M"], s: Float[Array, " K"] | None = None) -> Float[Array, " M"]:
         """The diagonal of `jacobian(z, s)`, computed without forming the matrix."""
 
+    def jacobian_product(self, z: Float[Array, " M"], P: Float[Array, "M M"],
+                         s: Float[Array, " K"] | None = None) -> Float[Array, "M M"]:
+        """`jacobian(z, s) @ P` for a matrix `P` that is constant over time (GTF's forcing
+        projection `P_α`, Hess et al. (2026) Eq. 9). Override to fold `P` into a factored
+        Jacobian once instead of one M×M×M product per step."""
+        return self.jacobian(z, s) @ P
+
+    def jacobian_product_diagonal(self, z: Float[Array, " M"], P: Float[Array, "M M"],
+                                  s: Float[Array, " K"] | None = None) -> Float[Array, " M"]:
+        """`diag(jacobian(z, s) @ P)` (quasi-DEER under GTF). Override to avoid forming the
+        full Jacobian."""
+        return jnp.sum(self.jacobian(z, s) * P.T, axis=-1)
+
     def observe(self, z):
         return self.B @ z
 

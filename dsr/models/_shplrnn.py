@@ -68,24 +68,40 @@ class AbstractShPLRNN(AbstractGTFModel):
             out = out + self.C @ self.inputs_or_zeros(s, z.dtype)
         return out
 
-    def jacobian(self, z, s=None):
-        """`J(z) = diag(A) + W diag(φ'(Vz)) V` (analytic).
-
-        Computed as `Σ_l d_l W_{:,l} V_{l,:}` with the outer products formed from the
-        parameters alone: under `vmap` over time they are built once and all T Jacobians are
-        one `(T, L) @ (L, M·M)` product, with no `(T, L, M)` temporary (≈ 5× faster than
-        `W (d ⊙ V)` for T = 32,768 Jacobians at M = 4 on CPU).
-        """
+    def _factored(self, z, right):
+        """`W diag(φ'(Vz)) right` for an (L, M) matrix `right` (V, or V P), as
+        `Σ_l d_l W_{:,l} right_{l,:}`: the outer products come from parameters alone, so
+        under `vmap` over time they are built once and all T products are one
+        `(T, L) @ (L, M·M)` matmul, with no `(T, L, M)` temporary (≈ 5× faster than
+        `W (d ⊙ V)` for T = 32,768 Jacobians at M = 4 on CPU)."""
         d = self.slope(self.V @ z).astype(z.dtype)
         left = self.W_L.T if self.W_R is None else self.W_R.T  # (L, M) or (L, r)
-        DV = jnp.tensordot(d, left[:, :, None] * self.V[:, None, :], axes=1)
-        return jnp.diag(self.A) + (DV if self.W_R is None else self.W_L @ DV)
+        DV = jnp.tensordot(d, left[:, :, None] * right[:, None, :], axes=1)
+        return DV if self.W_R is None else self.W_L @ DV
+
+    def jacobian(self, z, s=None):
+        """`J(z) = diag(A) + W diag(φ'(Vz)) V` (analytic)."""
+        return jnp.diag(self.A) + self._factored(z, self.V)
+
+    def jacobian_product(self, z, P, s=None):
+        """`J(z) P = diag(A) P + W diag(φ'(Vz)) (V P)`: P folded into the factors (`V P` and
+        the outer products are built once under `vmap`), so no per-step M×M×M product."""
+        return self.A[:, None] * P + self._factored(z, self.V @ P)
 
     def jacobian_diagonal(self, z, s=None):
         """`diag J(z) = A + (W ⊙ Vᵀ) φ'(Vz)`: one (M, L) mat-vec, the matrix from the
         parameters alone (built once under `vmap` over time)."""
+        return self._factored_diagonal(z, self.A, self.V)
+
+    def jacobian_product_diagonal(self, z, P, s=None):
+        """`diag(J(z) P) = A ⊙ diag(P) + (W ⊙ (V P)ᵀ) φ'(Vz)`: one (M, L) mat-vec per step,
+        the matrix built once under `vmap` (under vmap over T: one `(T, L) @ (L, M)` matmul,
+        against `(T, L) @ (L, M²)` for the full Jacobian)."""
+        return self._factored_diagonal(z, self.A * jnp.diagonal(P), self.V @ P)
+
+    def _factored_diagonal(self, z, base, right):
         d = self.slope(self.V @ z).astype(z.dtype)
-        return self.A + (self.W * self.V.T) @ d
+        return base + (self.W * right.T) @ d
 
 
 def init_shplrnn(model, obs_dim, latent_dim, hidden_dim, key, rank, input_dim, kappa, dtype,
