@@ -13,8 +13,6 @@ import argparse
 import hashlib
 import json
 import os
-import platform
-import time
 import warnings
 from collections.abc import Callable
 
@@ -23,7 +21,10 @@ import jax.numpy as jnp
 import numpy as np
 
 import dsr
-from dsr.metrics import rmse_n, state_space_divergence  # noqa: F401 (re-exported)
+from dsr.metrics import rmse_n, state_space_divergence
+from examples._common import json_default, pyplot, write_json
+
+__all__ = ["pyplot", "state_space_divergence"]  # used by the scripts through this module
 
 MODES = ("quick", "cpu", "paper")
 
@@ -64,7 +65,7 @@ def cached(out: str, tag: str, settings: dict, compute: Callable[..., tuple[list
     os.replace(stem + ".tmp.npz", stem + ".npz")
     with open(stem + ".tmp", "w") as f:
         json.dump({"settings_sha256": digest.hexdigest(), "records": records}, f,
-                  default=_json_default)
+                  default=json_default)
     os.replace(stem + ".tmp", stem + ".json")
     return records, arrays
 
@@ -185,33 +186,11 @@ def panel(ax, records: list[dict], measure: str, *, log_x: bool, label: str | No
 
 def write(out: str, name: str, settings: dict, records: list[dict], summary: list[dict],
           t_start: float) -> str:
+    """`out/<name>.json`: settings, one record per member, summary, runtime, environment."""
     os.makedirs(out, exist_ok=True)
     path = os.path.join(out, f"{name}.json")
-    payload = {"settings": settings, "records": records, "summary": summary,
-               "runtime_s": time.perf_counter() - t_start,
-               "environment": {"backend": jax.default_backend(), "device": str(jax.devices()[0]),
-                               "cpu_count": os.cpu_count(), "jax": jax.__version__,
-                               "dsr": dsr.__version__, "platform": platform.platform()}}
-    with open(path, "w") as f:
-        json.dump(payload, f, indent=1, default=_json_default)
+    write_json(path, {"settings": settings, "records": records, "summary": summary}, t_start)
     return path
-
-
-def _json_default(o):
-    if isinstance(o, (np.floating, np.integer, np.bool_)):
-        return o.item()
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    return str(o)
-
-
-def pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
 
 
 def dominant_period(z: np.ndarray, min_period: float) -> tuple[float, float]:

@@ -1,4 +1,5 @@
-"""The example scripts (examples/): command lines, helpers, and (slow) their `--quick` runs."""
+"""The paper-findings scripts (examples/fig*.py): command lines, the shared helpers, and
+(slow) their `--quick` runs, whose JSON must hold one record per trained member."""
 
 import importlib
 import json
@@ -14,55 +15,76 @@ if str(ROOT) not in sys.path:  # `examples` is a folder of scripts, not an insta
     sys.path.insert(0, str(ROOT))
 
 from examples import _common  # noqa: E402
+from examples import _findings as F  # noqa: E402
 
-EXAMPLES = ["po_lorenz63", "lorenz96_seq_len", "bursting_neuron", "model_comparison"]
+FINDINGS = {"fig3a_seq_len": "D_stsp_DE", "fig3b_models": "D_stsp_DE", "fig2_jacobians": "D"}
 
 
-@pytest.mark.parametrize("name", EXAMPLES)
-def test_help_and_docstring(name, capsys):
+@pytest.mark.parametrize("name", FINDINGS)
+def test_help_settings_and_citation(name, capsys):
     mod = importlib.import_module(f"examples.{name}")
-    doc = mod.__doc__
-    assert "papers/001 Fig." in doc and "Scale reduction" in doc and "Measured here" in doc
+    assert "arXiv:2605.12683" in mod.__doc__ and "papers/" not in mod.__doc__
     with pytest.raises(SystemExit) as e:
         mod.main(["--help"])
     assert e.value.code == 0
     out = capsys.readouterr().out
-    assert "--quick" in out and "--out" in out and "--seed" in out
-    assert f"results/examples/{name}" in _common.parser(name, doc).parse_args([]).out
+    for flag in ("--quick", "--paper", "--out", "--members", "--steps"):
+        assert flag in out
+    assert set(mod.SETTINGS) == {"quick", "cpu", "paper"}
+    assert all(s["K"] >= 5 for s in mod.SETTINGS.values())
 
 
-def test_table_formats_numbers_inf_and_text():
-    text = _common.table([{"a": "full", "b": 1.23456, "c": math.inf},
-                          {"a": "quasi", "b": 1e-5, "c": 0.0}], ["a", "b", "c"])
-    lines = text.splitlines()
-    assert len(lines) == 3 and len({len(line) for line in lines}) == 1
-    assert "1.23" in text and "1.00e-05" in text and "inf" in text
+def test_median_mad_counts_diverged_members():
+    assert F.median_mad([1.0, 2.0, 4.0]) == (2.0, 1.0)
+    med, mad = F.median_mad([1.0, math.inf, math.inf])
+    assert med == math.inf and mad == math.inf
+    assert F.median_mad([1.0, 3.0, math.nan]) == (3.0, 2.0)  # NaN counts as diverged (inf)
+    rows = F.summarize([{"system": "s", "setting": 64, "diverged": d, "D": v}
+                        for d, v in ((False, 1.0), (True, math.inf), (False, 2.0))], ["D"])
+    assert rows == [{"setting": 64, "system": "s", "members": 3, "diverged": 1, "D": 2.0,
+                     "D_mad": 1.0}]
 
 
-def test_fit_summary_and_json(tmp_path):
-    class Res:
-        history = {"loss": np.linspace(1, 0.1, 20), "newton_iters": np.full(20, 3),
-                   "fallback": np.zeros(20, bool), "applied": np.ones(20, bool),
-                   "wall_time": np.full(20, 0.01)}
+def test_cached_setting_is_computed_once_per_settings(tmp_path):
+    calls = []
 
-    s = _common.fit_summary(Res())
-    assert s["newton_iters_median"] == 3 and s["fallback_frac"] == 0 and s["skipped_frac"] == 0
-    assert math.isclose(s["final_loss"], np.mean(Res.history["loss"][-2:]))
-    path = tmp_path / "x.json"
-    _common.write_json(str(path), {"runs": [dict(s, D_stsp=math.inf, n=np.int64(2))]}, 0.0)
-    back = json.loads(path.read_text())
-    assert back["runs"][0]["D_stsp"] == math.inf and back["runs"][0]["n"] == 2
+    def compute(x):
+        calls.append(x)
+        return [{"member": 0, "D": x}], {"trace": np.arange(3.0) * x}
+
+    a = F.cached(str(tmp_path), "lorenz96 T=64", {"steps": 10}, compute, 2.0)
+    b = F.cached(str(tmp_path), "lorenz96 T=64", {"steps": 10}, compute, 5.0)
+    assert calls == [2.0] and b[0] == a[0] and np.array_equal(b[1]["trace"], a[1]["trace"])
+    c = F.cached(str(tmp_path), "lorenz96 T=64", {"steps": 20}, compute, 3.0)  # new settings
+    assert calls == [2.0, 3.0] and c[0] == [{"member": 0, "D": 3.0}]
+
+
+def test_table_and_json_keep_inf(tmp_path):
+    text = _common.table([{"a": "full", "b": 1.23456, "c": math.inf}], ["a", "b", "c"])
+    assert "1.23" in text and "inf" in text
+    path = F.write(str(tmp_path), "x", {"T": [64]}, [{"D": math.inf, "n": np.int64(2)}], [], 0.0)
+    back = json.loads(Path(path).read_text())
+    assert back["records"][0]["D"] == math.inf and back["records"][0]["n"] == 2
     assert back["runtime_s"] > 0 and "backend" in back["environment"]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", EXAMPLES)
-def test_quick_run(name, tmp_path):
+@pytest.mark.parametrize("name", FINDINGS)
+def test_quick_run_writes_one_record_per_member(name, tmp_path):
     mod = importlib.import_module(f"examples.{name}")
     mod.main(["--quick", "--out", str(tmp_path)])
     result = json.loads((tmp_path / f"{name}.json").read_text())
     assert (tmp_path / f"{name}.png").stat().st_size > 0
-    assert result["runs"] and result["runtime_s"] > 0
-    for run in result["runs"]:
-        assert math.isfinite(run["final_loss"])
-        assert "D_stsp" in run and "RMSE_128" in run
+    s = result["settings"]
+    assert s["mode"] == "quick" and s["K"] >= 5
+    records = result["records"]
+    groups = {(r["system"], r["setting"]) for r in records}
+    assert len(records) == s["K"] * len(groups)  # every member reported, none dropped
+    for r in records:
+        assert {"system", "setting", "member", FINDINGS[name], "RMSE_128",
+                "newton_iters_median", "diverged"} <= set(r)
+        assert isinstance(r["diverged"], bool) and math.isfinite(r["final_loss"])
+        assert r["diverged"] == (r[FINDINGS[name]] == math.inf) or not r["diverged"]
+    for g in groups:
+        assert sorted(r["member"] for r in records if (r["system"], r["setting"]) == g) == \
+            list(range(s["K"]))
