@@ -152,6 +152,7 @@ def plot(results: dict, path: str) -> None:
     for c, (system, (records, traces, ds, test, emb, refs)) in enumerate(results.items()):
         ax = fig.add_subplot(3, 2, 1 + c)
         F.panel(ax, records, "D_stsp_DE", log_x=True, color=f"C{c}")
+        ax.set_yscale("log")
         for k, (name, v) in enumerate(refs.items()):
             ax.axhline(v, color="gray", ls=("--", ":")[k % 2], lw=1, label=name)
         ax.legend(fontsize=7)
@@ -161,7 +162,7 @@ def plot(results: dict, path: str) -> None:
         ax2.set(title=f"{system}: RMSE(128) (Fig. A3)", xlabel="sequence length T")
         ax3 = fig.add_subplot(3, 2, 5 + c)
         Ts = list(traces)
-        n = min(len(test) - CONTEXT, 4 * (ds.meta.get("forcing_period_steps") or 3400))
+        n = int(min(len(test) - CONTEXT, 4 * (ds.meta.get("forcing_period_steps") or 3400)))
         ax3.plot(test[CONTEXT:CONTEXT + n, 0], "k", lw=0.4, label="data")
         lim = 3 * np.abs(test).max()
         for j, T in enumerate((Ts[0], Ts[-1])):
