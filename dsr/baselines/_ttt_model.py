@@ -16,6 +16,7 @@ from .._scan import linear_scan
 from ..models._base import KAPPA, AbstractTeacherForcedModel, uniform
 from ..models._lssm import init_readout
 from ._ttt import Form
+from ._ttt_kernel import apply_kernel
 from ._ttt_layer import TTTLinear
 
 _NORM_EPS = 1e-6
@@ -144,7 +145,7 @@ class TTTModel(AbstractTeacherForcedModel):
         return self.layer.w0.shape
 
     def _phi(self, x):
-        return x if self.layer.kernel is None else self.layer.kernel(x)
+        return apply_kernel(self.layer.kernel, x)
 
     def _tokens(self, x):
         return x @ self.W_e.T + self.b_e
