@@ -91,15 +91,9 @@ def lyapunov_spectrum(
     return jnp.sort(lams)[::-1]
 
 
-def max_lyapunov(
-    step: Callable[[Array], Array],
-    jacobian: Callable[[Array], Array],
-    z0: Float[ArrayLike, " M"],
-    n_steps: int,
-    *,
-    dt: float = 1.0,
-    n_transient: int = 1000,
-) -> Float[Array, ""]:
+def max_lyapunov(step: Callable[[Array], Array], jacobian: Callable[[Array], Array],
+                 z0: Float[ArrayLike, " M"], n_steps: int, *, dt: float = 1.0,
+                 n_transient: int = 1000) -> Float[Array, ""]:
     """Largest Lyapunov exponent of a discrete map (one renormalised tangent vector).
 
     Same arguments as [`lyapunov_spectrum`][]; the tangent vector starts along
@@ -111,15 +105,9 @@ def max_lyapunov(
     return _mean_log_growth(step, jacobian, z0, v0, n_steps, n_transient, _norm_renormalise) / dt
 
 
-def model_lyapunov_spectrum(
-    model,
-    z0: Float[ArrayLike, " M"],
-    n_steps: int,
-    *,
-    dt: float = 1.0,
-    n_transient: int = 1000,
-    n_exponents: int | None = None,
-) -> Float[Array, " k"]:
+def model_lyapunov_spectrum(model, z0: Float[ArrayLike, " M"], n_steps: int, *, dt: float = 1.0,
+                            n_transient: int = 1000,
+                            n_exponents: int | None = None) -> Float[Array, " k"]:
     """Lyapunov spectrum of a model's latent map, via `model.step(z)` and `model.jacobian(z)`.
 
     `model.step(z_prev) -> z_next` is the latent map and `model.jacobian(z_prev)` its `(M, M)`
