@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import rel_err
+from helpers import rel_err
 from hypothesis import given, settings, strategies as st
 from jax.test_util import check_grads
 
