@@ -4,8 +4,6 @@ helpers are in `helpers.py`)."""
 import itertools
 
 import jax
-import jax.numpy as jnp
-import numpy as np
 import pytest
 
 jax.config.update("jax_enable_x64", True)
