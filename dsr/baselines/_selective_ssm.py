@@ -20,7 +20,7 @@ def _inv_softplus(y):
     return y + jnp.log(-jnp.expm1(-y))
 
 
-class SelectiveSSM(AbstractDataDrivenModel, AbstractSizedModel):
+class SelectiveSSM(AbstractSizedModel, AbstractDataDrivenModel):
     """The LSSM (Eq. 3) with its fixed linear recurrence replaced by a selective SSM, the
     core recurrence of a Mamba-2 block (Hess et al. 2026, Eq. 72–73, App. H.4):
 

@@ -22,7 +22,7 @@ from ._ttt_layer import TTTLinear
 _NORM_EPS = 1e-6
 
 
-class TTTModel(AbstractTeacherForcedModel, AbstractSizedModel):
+class TTTModel(AbstractSizedModel, AbstractTeacherForcedModel):
     """The LSSM template (Eq. 3 of Hess et al. (2026)) with its linear recurrence replaced by a
     token-level TTT layer (Liu et al. (2026): TTT with key–value binding, reduced to linear
     attention, Sec. 6.1; parallel form, Sec. 6.2):

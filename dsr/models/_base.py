@@ -57,8 +57,9 @@ class AbstractModel(eqx.Module):
 class AbstractSizedModel(AbstractModel):
     """A model whose sizes are static fields: `obs_dim` (N), `latent_dim` (M), `hidden_dim`
     (L, the width of its hidden layer or read-out) and `input_dim` (K, 0 without external
-    inputs). Combined with one of the families below (`class LSSM(AbstractDataDrivenModel,
-    AbstractSizedModel)`); `set_sizes` fills the fields in `__init__`."""
+    inputs). Combined with one of the families below, listed first so that its static
+    fields override the families' abstract declarations (`class LSSM(AbstractSizedModel,
+    AbstractDataDrivenModel)`); `set_sizes` fills the fields in `__init__`."""
 
     obs_dim: int = eqx.field(static=True)
     latent_dim: int = eqx.field(static=True)

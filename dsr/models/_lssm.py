@@ -41,7 +41,7 @@ def scan_with_inputs(A, drive, C, inputs, z0, method):
     return linear_scan(A, drive, z0, method=method)
 
 
-class LSSM(AbstractDataDrivenModel, AbstractSizedModel):
+class LSSM(AbstractSizedModel, AbstractDataDrivenModel):
     """`z_t = A ⊙ z_{t-1} + U x_{t-1} + C s_t + h`, `x̂_t = B relu(V z_t + b)` (Eq. 3).
 
     Training is linear in z: the teacher signal `x_{t-1}` enters through U, so the whole

@@ -20,7 +20,7 @@ from .._checks import check_key, check_optional_int, check_real
 from ._base import KAPPA, AbstractGTFModel, AbstractSizedModel, check_sizes, uniform
 
 
-class AbstractShPLRNN(AbstractGTFModel, AbstractSizedModel):
+class AbstractShPLRNN(AbstractSizedModel, AbstractGTFModel):
     """`z_t = A ⊙ z_{t-1} + W φ(V z_{t-1}) + C s_t + h`, `x̂_t = B z_t`.
 
     `A = tanh(Ā)` is a diagonal stored as the vector `A_bar`. With `rank=r`, `W = W_L W_R`
