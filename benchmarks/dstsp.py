@@ -39,6 +39,8 @@ import numpy as np
 
 from dsr.metrics import state_space_divergence
 
+from ._common import rk4_step
+
 jax.config.update("jax_enable_x64", True)
 
 # --------------------------------------------------------------------------------------------
@@ -77,11 +79,7 @@ def integrate(field, p, x0, dt, n, transient):
     f = lambda x: field(x, p)  # noqa: E731
 
     def step(x, _):
-        k1 = f(x)
-        k2 = f(x + dt / 2 * k1)
-        k3 = f(x + dt / 2 * k2)
-        k4 = f(x + dt * k3)
-        x = x + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+        x = rk4_step(f, x, dt)
         return x, x
 
     _, xs = jax.jit(lambda x: jax.lax.scan(step, x, None, length=n + transient))(

@@ -24,7 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from dsr.baselines._ttt import SwiGLUKernel, ttt_linear
+from dsr.baselines import SwiGLUKernel, ttt_linear
 
 FORMS = ("recurrent", "parallel")
 

@@ -19,6 +19,8 @@ products 3–6× slower); a caller that builds A itself can build it in that ord
 
 from __future__ import annotations
 
+import functools
+
 import jax.numpy as jnp
 import numpy as np
 
@@ -138,40 +140,34 @@ def _entry(kernel, A, b, full, combine, stored):
     return jnp.take(kernel(A, b, full, combine, False), order, axis=0)
 
 
-def _forward(A, b, full, combine, split):
-    """The forward scan on one level, stored in `split_order` (`split`) or naturally: the
-    maps of steps (2j, 2j+1) are composed, the half-length level gives z at the odd steps,
-    one more step each gives the even ones."""
+def _level(A, b, full, combine, split, reverse):
+    """One level of the scan, stored in `split_order` (`split`) or naturally.
+
+    Forward (`z ↦ A_t z + b_t`): the maps of steps (2j, 2j+1) are composed to
+    `(A_{2j+1} A_{2j}, A_{2j+1} b_{2j} + b_{2j+1})`, the half-length level gives z at the odd
+    steps and one more step each, from `z_{2j−1}`, gives the even ones. Reverse
+    (`λᵀ ↦ λᵀ A_t + gᵀ`, row-vector form, so A is never flipped or transposed): the roles of
+    the two halves swap — pairs compose to `(A_{2j+1} A_{2j}, g_{2j+1} A_{2j} + g_{2j})`, the
+    half-length level gives λ at the even steps and one more step each, from `λ_{2j+2}`,
+    gives the odd ones. In both, `first` is the half the recursion does not solve."""
     n = b.shape[0]
     if n == 1:
         return b
     eyeA, zero = _identity(A, full)
     (Ae, Ao), (be, bo) = _halves(A, split, eyeA), _halves(b, split, zero)
     sub = split and _split(n // 2)
-    if full:
-        zo = _forward(matmul(Ao, Ae, combine), matvec(Ao, be, combine) + bo, full, combine, sub)
-    else:
-        zo = _forward(Ao * Ae, Ao * be + bo, full, combine, sub)
-    zprev = _neighbour(zo, sub, -1)  # z_{2j-1}
-    ze = (matvec(Ae, zprev, combine) if full else Ae * zprev) + be
-    return _assemble(ze, zo, split, n)
+
+    def apply(X, y):  # one step's linear part: X y (forward) or yᵀ X (reverse)
+        if not full:
+            return X * y
+        return vecmat(y, X, combine) if reverse else matvec(X, y, combine)
+
+    (A1, b1), (A2, b2) = ((Ao, bo), (Ae, be)) if reverse else ((Ae, be), (Ao, bo))
+    pair = matmul(Ao, Ae, combine) if full else Ao * Ae
+    x2 = _level(pair, apply(A2, b1) + b2, full, combine, sub, reverse)
+    x1 = apply(A1, _neighbour(x2, sub, +1 if reverse else -1)) + b1
+    return _assemble(x2, x1, split, n) if reverse else _assemble(x1, x2, split, n)
 
 
-def _reverse(A, g, full, combine, split):
-    """The reverse scan on one level: the mirror image of `_forward` in row-vector form
-    (`λᵀ ↦ λᵀ A_t + gᵀ`, pairs composed as `(A_{2j+1} A_{2j}, g_{2j+1} A_{2j} + g_{2j})`),
-    so A is never flipped or transposed."""
-    n = g.shape[0]
-    if n == 1:
-        return g
-    eyeA, zero = _identity(A, full)
-    (Ae, Ao), (ge, go) = _halves(A, split, eyeA), _halves(g, split, zero)
-    sub = split and _split(n // 2)
-    if full:
-        lam_e = _reverse(matmul(Ao, Ae, combine), vecmat(go, Ae, combine) + ge, full, combine,
-                         sub)  # fmt: skip
-    else:
-        lam_e = _reverse(Ao * Ae, Ae * go + ge, full, combine, sub)
-    lam_next = _neighbour(lam_e, sub, +1)  # λ_{2j+2}
-    lam_o = (vecmat(lam_next, Ao, combine) if full else Ao * lam_next) + go
-    return _assemble(lam_e, lam_o, split, n)
+_forward = functools.partial(_level, reverse=False)
+_reverse = functools.partial(_level, reverse=True)

@@ -27,7 +27,6 @@ stores its intermediate levels for backprop.
 
 from __future__ import annotations
 
-import functools
 import math
 from typing import Literal
 
@@ -187,14 +186,18 @@ def _reverse_impl(A, g, lamT, full, method, chunk_size):
     return jnp.flip(_forward_impl(A, jnp.flip(g, 0), zero, full, method, chunk_size), 0)
 
 
-@functools.partial(jax.custom_vjp, nondiff_argnums=(3, 4, 5))
-def _scan_core(A, b, z0, full, method, chunk_size):
-    return _forward_impl(A, b, z0, full, method, chunk_size)
+def _differentiable(impl, bwd):
+    """`impl(A, b, x0, full, method, chunk_size)` as a `jax.custom_vjp` (differentiable in
+    `A, b, x0`) that saves `(A, x, x0)` and runs `bwd(full, method, chunk_size, (A, x, x0),
+    cotangent)`: the forward and the reverse scan are each other's adjoint."""
+    core = jax.custom_vjp(impl, nondiff_argnums=(3, 4, 5))
 
+    def fwd(A, b, x0, full, method, chunk_size):
+        x = impl(A, b, x0, full, method, chunk_size)
+        return x, (A, x, x0)
 
-def _scan_fwd(A, b, z0, full, method, chunk_size):
-    z = _forward_impl(A, b, z0, full, method, chunk_size)
-    return z, (A, z, z0)
+    core.defvjp(fwd, bwd)
+    return core
 
 
 def _adjoint(A, g, full, method, chunk_size):
@@ -220,19 +223,6 @@ def _scan_bwd(full, method, chunk_size, res, g):
     return dA, mu, dz0
 
 
-_scan_core.defvjp(_scan_fwd, _scan_bwd)
-
-
-@functools.partial(jax.custom_vjp, nondiff_argnums=(3, 4, 5))
-def _scan_core_reverse(A, g, lamT, full, method, chunk_size):
-    return _reverse_impl(A, g, lamT, full, method, chunk_size)
-
-
-def _scan_rev_fwd(A, g, lamT, full, method, chunk_size):
-    lam = _reverse_impl(A, g, lamT, full, method, chunk_size)
-    return lam, (A, lam, lamT)
-
-
 def _scan_rev_bwd(full, method, chunk_size, res, h):
     A, lam, lamT = res
     # The cotangent ν of λ runs forward: ν_0 = h_0, ν_k = A_k ν_{k-1} + h_k; one more step
@@ -245,7 +235,8 @@ def _scan_rev_bwd(full, method, chunk_size, res, h):
     return dA, nu, nu_next[-1]
 
 
-_scan_core_reverse.defvjp(_scan_rev_fwd, _scan_rev_bwd)
+_scan_core = _differentiable(_forward_impl, _scan_bwd)
+_scan_core_reverse = _differentiable(_reverse_impl, _scan_rev_bwd)
 
 
 def linear_scan(

@@ -1,8 +1,10 @@
-"""Shared test helpers: random, non-trivial float64 models."""
+"""Shared test helpers: random, non-trivial float64 models, a reference RK4 integrator and a
+tolerance comparison of pytrees."""
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 import dsr
 
@@ -23,3 +25,46 @@ def random_shplrnn(N, M, L=12, *, seed=0, rank=None, input_dim=0, scale=0.5, ran
     if random_B:
         m = eqx.tree_at(lambda m: m.B, m, jnp.eye(N, M) + n(7, (N, M), 0.3))
     return m
+
+
+def rk4_step(f, x, dt):
+    """One classical RK4 step of `ẋ = f(x)` (NumPy or JAX arrays alike)."""
+    k1 = f(x)
+    k2 = f(x + dt / 2 * k1)
+    k3 = f(x + dt / 2 * k2)
+    k4 = f(x + dt * k3)
+    return x + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+
+
+def rk4_orbit(f, x0, dt, n, transient):
+    """`n` float64 states of `ẋ = f(x)` by fixed-step RK4 from `x0`, after `transient` steps
+    (one `lax.scan`)."""
+
+    def step(x, _):
+        x = rk4_step(f, x, dt)
+        return x, x
+
+    _, xs = jax.lax.scan(step, jnp.asarray(x0, jnp.float64), None, length=n + transient)
+    return np.asarray(xs[transient:])
+
+
+def tree_allclose(a, b, rtol=1e-10, atol=1e-12):
+    """Same structure and every leaf close, `|a − b| ≤ atol + rtol |b|` elementwise
+    (`eqx.tree_equal` with tolerances)."""
+    return bool(eqx.tree_equal(a, b, rtol=rtol, atol=atol))
+
+
+def rel_err(a, b):
+    """`max |a − b| / max |b|` (0 for empty arrays): the error relative to the scale of `b`."""
+    a, b = np.asarray(a), np.asarray(b)
+    if b.size == 0:
+        return 0.0
+    return float(np.max(np.abs(a - b)) / (np.max(np.abs(b)) + 1e-300))
+
+
+def assert_tree_rel(a, b, tol):
+    """`rel_err(u, v) < tol` for every pair of leaves of two pytrees of the same structure."""
+    la, lb = jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)
+    assert len(la) == len(lb), (len(la), len(lb))
+    for u, v in zip(la, lb):
+        assert rel_err(u, v) < tol, (np.shape(u), rel_err(u, v))

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import dsr
+from helpers import assert_tree_rel
 from test_fit import X
 
 KW = dict(seq_len=20, batch_size=2, steps=6, progress=False, learning_rate=1e-2,
@@ -22,12 +23,6 @@ KEY = jax.random.key(7)
 
 def make(k):
     return dsr.ShPLRNN(3, 3, 8, key=k, dtype=jnp.float64)
-
-
-def rel(a, b):
-    if np.size(b) == 0:
-        return 0.0
-    return float(np.max(np.abs(np.asarray(a) - np.asarray(b))) / (np.max(np.abs(b)) + 1e-300))
 
 
 def test_ensemble_container():
@@ -62,9 +57,7 @@ def test_member_equals_solo_and_bad_member_is_isolated():
     assert res.history["loss"].shape == (3, 6) and res.history["wall_time"].shape == (6,)
     solo = [dsr.fit(ens[i], X, 0.2, key=keys[i], **KW) for i in (0, 2)]
     for i, s in zip((0, 2), solo):
-        for u, v in zip(jax.tree_util.tree_leaves(res.model[i]),
-                        jax.tree_util.tree_leaves(s.model)):
-            assert rel(u, v) < 1e-8
+        assert_tree_rel(res.model[i], s.model, 1e-8)
         np.testing.assert_allclose(res.history["loss"][i], s.history["loss"], rtol=1e-8)
     # member 1 with huge weights: never applied, others unchanged by its presence
     bad = eqx.tree_at(lambda e: e.stacked.W_L, ens, ens.stacked.W_L.at[1].multiply(1e30))
@@ -77,9 +70,7 @@ def test_member_equals_solo_and_bad_member_is_isolated():
     assert res_bad.history["fallback"][1].all()
     assert eqx.tree_equal(res_bad.model[1], bad[1])
     for i in (0, 2):
-        for u, v in zip(jax.tree_util.tree_leaves(res_bad.model[i]),
-                        jax.tree_util.tree_leaves(res.model[i])):
-            assert rel(u, v) < 1e-8
+        assert_tree_rel(res_bad.model[i], res.model[i], 1e-8)
 
 
 def _stop_after(n):

@@ -12,7 +12,7 @@ import pytest
 import dsr
 from dsr._fit_setup import default_optimizer
 from dsr._train_step import StepConfig, member_update
-from helpers import random_shplrnn
+from helpers import random_shplrnn, rk4_step
 
 
 def lorenz_data(n=3000, dt=0.01):
@@ -21,8 +21,7 @@ def lorenz_data(n=3000, dt=0.01):
 
     x, out = np.array([1.0, 1.0, 1.0]), []
     for i in range(n + 500):
-        k1 = f(x); k2 = f(x + dt / 2 * k1); k3 = f(x + dt / 2 * k2); k4 = f(x + dt * k3)  # noqa: E702
-        x = x + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+        x = rk4_step(f, x, dt)
         if i >= 500:
             out.append(x)
     out = np.array(out)

@@ -24,6 +24,7 @@ from dsr.metrics import (
     state_space_divergence,
     vector_field_lyapunov_spectrum,
 )
+from helpers import rk4_orbit
 
 # ------------------------------------------------------------------------------------------------
 # data
@@ -34,24 +35,11 @@ def lorenz_field(x, sigma=10.0, rho=28.0, beta=8.0 / 3.0):
     return jnp.stack([sigma * (x[1] - x[0]), x[0] * (rho - x[2]) - x[1], x[0] * x[1] - beta * x[2]])
 
 
-def _rk4_orbit(f, x0, dt, n, transient):
-    def step(x, _):
-        k1 = f(x)
-        k2 = f(x + dt / 2 * k1)
-        k3 = f(x + dt / 2 * k2)
-        k4 = f(x + dt * k3)
-        x = x + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
-        return x, x
-
-    _, xs = jax.lax.scan(step, jnp.asarray(x0, jnp.float64), None, length=n + transient)
-    return np.asarray(xs[transient:])
-
-
 @pytest.fixture(scope="module")
 def lorenz_pair():
     """Two independent Lorenz-63 orbits (dt = 0.01), 4,000 and 12,000 points."""
-    x = _rk4_orbit(lorenz_field, (1.0, 1.0, 1.0), 0.01, 4_000, 1_000)
-    y = _rk4_orbit(lorenz_field, (-3.0, 2.0, 20.0), 0.01, 12_000, 1_000)
+    x = rk4_orbit(lorenz_field, (1.0, 1.0, 1.0), 0.01, 4_000, 1_000)
+    y = rk4_orbit(lorenz_field, (-3.0, 2.0, 20.0), 0.01, 12_000, 1_000)
     return x, y
 
 
@@ -591,8 +579,8 @@ def test_lyapunov_bad_args():
 
 @pytest.mark.slow
 def test_grid_and_subsample_medium_scale(getkey):
-    x = _rk4_orbit(lorenz_field, (1.0, 1.0, 1.0), 0.01, 20_000, 1_000)
-    y = _rk4_orbit(lambda z: lorenz_field(z, rho=29.0), (-3.0, 2.0, 20.0), 0.01, 60_000, 1_000)
+    x = rk4_orbit(lorenz_field, (1.0, 1.0, 1.0), 0.01, 20_000, 1_000)
+    y = rk4_orbit(lambda z: lorenz_field(z, rho=29.0), (-3.0, 2.0, 20.0), 0.01, 60_000, 1_000)
     key = getkey()
     ex = state_space_divergence(x, y, n_samples=50_000, key=key, method="exact")
     gr = state_space_divergence(x, y, n_samples=50_000, key=key, method="grid")

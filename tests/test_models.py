@@ -62,3 +62,17 @@ def test_bad_model_args(getkey):
         dsr.ShPLRNN(3, 0, 5, key=getkey())
     with pytest.raises(ValueError, match="rank"):
         dsr.ShPLRNN(3, 3, 5, rank=0, key=getkey())
+
+
+def test_sizes_are_static_fields():
+    """The sizes (from `AbstractSizedModel`) stay static in every model class: only arrays
+    are leaves, and the sizes are plain ints under `jax.jit`."""
+    from dsr.baselines import SelectiveSSM, TTTModel
+
+    key = jax.random.key(0)
+    for m in (dsr.ShPLRNN(3, 4, 5, key=key), dsr.ClippedShPLRNN(3, 4, 5, key=key),
+              dsr.LSSM(3, 4, 5, key=key), SelectiveSSM(3, 8, 5, key=key), TTTModel(3, 5, key=key)):
+        assert all(isinstance(x, jax.Array) for x in jax.tree_util.tree_leaves(m)), type(m)
+        seen = []
+        jax.jit(lambda m: seen.append((m.obs_dim, m.latent_dim, m.hidden_dim, m.input_dim)))(m)
+        assert all(isinstance(v, int) for v in seen[0]), (type(m), seen)

@@ -8,11 +8,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import rel_err
+from helpers import rel_err
 from hypothesis import given, settings, strategies as st
 from jax.test_util import check_grads
 
-from dsr.baselines._ttt import SwiGLUKernel, accumulation_mask, ttt_linear
+from dsr.baselines import SwiGLUKernel, ttt_linear
+from dsr.baselines._ttt_parallel import accumulation_mask
 from dsr.baselines._ttt_layer import TTTLinear
 
 T, DK, DV, DH = 13, 3, 2, 4

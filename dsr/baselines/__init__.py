@@ -9,6 +9,7 @@
 """
 
 from ._selective_ssm import SelectiveSSM as SelectiveSSM
-from ._ttt import SwiGLUKernel as SwiGLUKernel, ttt_linear as ttt_linear
+from ._ttt import ttt_linear as ttt_linear
+from ._ttt_kernel import SwiGLUKernel as SwiGLUKernel
 from ._ttt_layer import TTTLinear as TTTLinear
 from ._ttt_model import TTTModel as TTTModel

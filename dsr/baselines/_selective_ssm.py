@@ -11,16 +11,16 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float, PRNGKeyArray
 
 from .._checks import check_int, check_real
-from .._scan import ScanMethod, linear_scan
-from ..models._base import KAPPA, AbstractDataDrivenModel, uniform
-from ..models._lssm import init_inputs, init_readout
+from .._scan import ScanMethod
+from ..models._base import KAPPA, AbstractDataDrivenModel, AbstractSizedModel, check_sizes, uniform
+from ..models._lssm import init_inputs, init_readout, scan_with_inputs
 
 
 def _inv_softplus(y):
     return y + jnp.log(-jnp.expm1(-y))
 
 
-class SelectiveSSM(AbstractDataDrivenModel):
+class SelectiveSSM(AbstractSizedModel, AbstractDataDrivenModel):
     """The LSSM (Eq. 3) with its fixed linear recurrence replaced by a selective SSM, the
     core recurrence of a Mamba-2 block (Hess et al. 2026, Eq. 72–73, App. H.4):
 
@@ -89,40 +89,22 @@ class SelectiveSSM(AbstractDataDrivenModel):
     B: Float[Array, "N L"]
     V: Float[Array, "L M"]
     b: Float[Array, " L"]
-    obs_dim: int = eqx.field(static=True)
-    latent_dim: int = eqx.field(static=True)
-    hidden_dim: int = eqx.field(static=True)
-    input_dim: int = eqx.field(static=True)
     n_heads: int = eqx.field(static=True)
     state_size: int = eqx.field(static=True)
 
-    def __init__(
-        self,
-        obs_dim: int,
-        latent_dim: int,
-        hidden_dim: int,
-        *,
-        key: PRNGKeyArray,
-        n_heads: int = 2,
-        state_size: int = 2,
-        input_dim: int = 0,
-        dt_min: float = 1e-3,
-        dt_max: float = 1e-1,
-        kappa: float = KAPPA,
-        dtype=jnp.float32,
-    ):
-        obs_dim, latent_dim = check_int("obs_dim", obs_dim, 1), check_int("latent_dim", latent_dim, 1)
-        hidden_dim, n_heads = check_int("hidden_dim", hidden_dim, 1), check_int("n_heads", n_heads, 1)
-        state_size, input_dim = check_int("state_size", state_size, 1), check_int("input_dim", input_dim, 0)
+    def __init__(self, obs_dim: int, latent_dim: int, hidden_dim: int, *, key: PRNGKeyArray,
+                 n_heads: int = 2, state_size: int = 2, input_dim: int = 0, dt_min: float = 1e-3,
+                 dt_max: float = 1e-1, kappa: float = KAPPA, dtype=jnp.float32):
+        N, M, L, K = check_sizes(obs_dim, latent_dim, hidden_dim, input_dim)
+        H, S = check_int("n_heads", n_heads, 1), check_int("state_size", state_size, 1)
         kappa = check_real("kappa", kappa, 0.0, 1.0, lo_open=True, hi_open=True)
-        if latent_dim % (n_heads * state_size):
+        if M % (H * S):
             raise ValueError(
-                f"`latent_dim` ({latent_dim}) must be divisible by n_heads · state_size = "
-                f"{n_heads} · {state_size} (the state is H heads × P channels × S state size)."
+                f"`latent_dim` ({M}) must be divisible by n_heads · state_size = "
+                f"{H} · {S} (the state is H heads × P channels × S state size)."
             )
         if not 0 < dt_min <= dt_max:
             raise ValueError(f"need 0 < `dt_min` ≤ `dt_max`; got {dt_min!r}, {dt_max!r}.")
-        N, M, L, K, H, S = obs_dim, latent_dim, hidden_dim, input_dim, n_heads, state_size
         D = M // S
         kin, kdw, kdt, ku, kc, kb, kv = jax.random.split(key, 7)
         eps = 1.0 - kappa
@@ -136,7 +118,7 @@ class SelectiveSSM(AbstractDataDrivenModel):
         self.b_U = jnp.ones((H * S,), dtype)
         self.C = init_inputs(kc, M, K, kappa, dtype)
         self.B, self.V, self.b = init_readout(kb, kv, N, L, M, kappa, dtype)
-        self.obs_dim, self.latent_dim, self.hidden_dim, self.input_dim = N, M, L, K
+        self.set_sizes(N, M, L, K)
         self.n_heads, self.state_size = H, S
 
     @property
@@ -182,14 +164,9 @@ class SelectiveSSM(AbstractDataDrivenModel):
         """Free-running step (Eq. 4): the prediction `x̂_{t-1} = observe(z_{t-1})` replaces data."""
         return self.forced_step(z, self.observe(z), s)
 
-    def teacher_forced(
-        self,
-        x: Float[Array, "T+1 N"],
-        inputs: Float[Array, "T+1 K"] | None = None,
-        z0: Float[Array, " M"] | None = None,
-        *,
-        method: ScanMethod = "auto",
-    ) -> Float[Array, "T M"]:
+    def teacher_forced(self, x: Float[Array, "T+1 N"], inputs: Float[Array, "T+1 K"] | None = None,
+                       z0: Float[Array, " M"] | None = None, *,
+                       method: ScanMethod = "auto") -> Float[Array, "T M"]:
         """Latents `z_1..z_T` driven by the data `x_0..x_{T-1}` (Eq. 72): the selection is
         computed for all steps at once, then ONE linear scan with the time-varying diagonal
         `Ā_t` (parallel over time). `inputs` (aligned with `x`) supplies `s_t`; `z0`
@@ -200,14 +177,9 @@ class SelectiveSSM(AbstractDataDrivenModel):
             raise ValueError(
                 f"`x` must have shape (T+1, {self.obs_dim}) with T ≥ 1; got {x.shape}."
             )
-        T = x.shape[0] - 1
-        if self.input_dim and inputs is None:
-            raise ValueError(f"`inputs` of shape ({T + 1}, {self.input_dim}) are required.")
         self._check_inputs(inputs)
         a_bar, drive = jax.vmap(self.selection)(x[:-1])
-        if self.input_dim:
-            drive = drive + inputs[1:] @ self.C.T
-        return linear_scan(a_bar, drive, z0, method=method)
+        return scan_with_inputs(a_bar, drive, self.C, inputs, z0, method)
 
     def _check_inputs(self, s):
         if s is not None and not self.input_dim:

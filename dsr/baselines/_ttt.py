@@ -34,83 +34,19 @@ token-level causal linear attention. Two forms compute the same thing:
 
 from __future__ import annotations
 
-import math
 from typing import Literal
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
-from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
+from jaxtyping import Array, ArrayLike, Float
 
 from .._checks import check_int, check_optional_int
-from .._scan import decay_mask, linear_scan
+from ._ttt_kernel import SwiGLUKernel
+from ._ttt_parallel import parallel_form
+from ._ttt_recurrent import recurrent_form
 
 Form = Literal["parallel", "recurrent"]
 _FORMS = ("parallel", "recurrent")
-_DEFAULT_BLOCK = 64  # tokens per block of the parallel form (rounded to whole chunks)
-_NORM_EPS = 1e-5  # LaCT's weight-norm epsilon
-
-
-class SwiGLUKernel(eqx.Module):
-    """LaCT's static SwiGLU kernel `φ(x) = silu(x W_gate) ⊙ (x W_up)` (Liu et al. 2026, Sec. 5.3,
-    App. E.1, where `W_gate`, `W_up` are called `W_0`, `W_2`).
-
-    **Arguments:** `w_gate`, `w_up`, both `(d_key, d_hidden)`. `SwiGLUKernel.random(d_key,
-    d_hidden, key=...)` draws them from `U(±1/√d_key)`.
-    """
-
-    w_gate: Float[Array, "Dk Dh"]
-    w_up: Float[Array, "Dk Dh"]
-
-    def __check_init__(self):
-        if jnp.ndim(self.w_gate) != 2 or jnp.shape(self.w_gate) != jnp.shape(self.w_up):
-            raise ValueError(
-                "`kernel` weights `w_gate` and `w_up` must both have shape (d_key, d_hidden); "
-                f"got {jnp.shape(self.w_gate)} and {jnp.shape(self.w_up)}."
-            )
-
-    @staticmethod
-    def random(d_key: int, d_hidden: int, *, key: PRNGKeyArray, dtype=None) -> SwiGLUKernel:
-        """Weights drawn from `U(±1/√d_key)`."""
-        dtype = jnp.result_type(float) if dtype is None else dtype
-        kg, ku = jax.random.split(key)
-        s = 1.0 / math.sqrt(d_key)
-        return SwiGLUKernel(
-            jax.random.uniform(kg, (d_key, d_hidden), dtype, -s, s),
-            jax.random.uniform(ku, (d_key, d_hidden), dtype, -s, s),
-        )
-
-    @property
-    def d_key(self) -> int:
-        return self.w_gate.shape[0]
-
-    @property
-    def d_hidden(self) -> int:
-        return self.w_gate.shape[1]
-
-    def __call__(self, x: Float[Array, "*n Dk"]) -> Float[Array, "*n Dh"]:
-        return jax.nn.silu(x @ self.w_gate) * (x @ self.w_up)
-
-
-def _phi(kernel, x):
-    return x if kernel is None else kernel(x)
-
-
-def _cumsum(x, axis):
-    # Log-depth prefix sum; `jnp.cumsum` lowers to an O(n)-per-entry `reduce_window` on CPU.
-    return jax.lax.associative_scan(jnp.add, x, axis=axis)
-
-
-def accumulation_mask(
-    lr: Float[Array, " N"], momentum: Float[Array, " N"]
-) -> Float[Array, "N N"]:
-    """The chunk-level mask of Liu et al. (2026) App. H.1,
-    `𝒞[t, i] = Σ_{j=i}^{t} η_j Π_{s=i+1}^{j} α_s` for `i ≤ t`, else 0.
-
-    `W_{t+1} = W_0 + Σ_{i≤t} 𝒞[t, i] φ(K_i)ᵀ V_i`. Built as a cumulative sum over j of
-    `η_j · decay_mask(α)[j, i]`: no division, so zero or negative momenta are exact.
-    """
-    return _cumsum(lr[:, None] * decay_mask(momentum), axis=0)
 
 
 # ----------------------------------------------------------------------------------------
@@ -154,144 +90,6 @@ def _per_chunk(name, x, n, dtype):
             f"(ceil(T / chunk_size)); got {x.shape}."
         )
     return x
-
-
-# ----------------------------------------------------------------------------------------
-# Recurrent form
-# ----------------------------------------------------------------------------------------
-
-
-def _chunks(x, n, L):
-    pad = n * L - x.shape[0]
-    x = jnp.pad(x, ((0, pad), (0, 0)))
-    return x.reshape(n, L, x.shape[-1])
-
-
-def _col_norm(w):
-    return jnp.sqrt(jnp.sum(w * w, axis=0, keepdims=True))
-
-
-def _weight_norm(w, target):
-    # LaCT: each output channel (column) is rescaled to its initial ℓ2 norm.
-    return w / (_col_norm(w) + _NORM_EPS) * target
-
-
-def _inner_loss(kernel, W, K, V):
-    """The Frobenius inner-product loss `−⟨φ(K) W, V⟩_F` (Liu et al. 2026, App. E.1)."""
-    return -jnp.sum((_phi(kernel, K) @ W) * V)
-
-
-def _recurrent(q, k, v, w0, lr, mom, L, kernel, update_kernel, weight_norm):
-    T = q.shape[0]
-    n = lr.shape[0]
-    if not update_kernel:
-        # A static kernel is applied to all tokens at once, outside the loop (a stronger
-        # baseline; the loop itself is unchanged: identity kernel on φ(Q), φ(K)).
-        q, k, kernel = _phi(kernel, q), _phi(kernel, k), None
-    Qc, Kc, Vc = _chunks(q, n, L), _chunks(k, n, L), _chunks(v, n, L)
-    w0_norm = _col_norm(w0)
-    th_norm = None if kernel is None else jax.tree_util.tree_map(_col_norm, kernel)
-    grad_fn = jax.grad(_inner_loss, argnums=(0, 1) if update_kernel else 1)
-
-    def body(carry, xs):
-        W, dW, th, dth = carry
-        Qt, Kt, Vt, eta, alpha = xs
-        if update_kernel:  # App. I.1: φ's weights take the same momentum-SGD step
-            gth, gW = grad_fn(th, W, Kt, Vt)
-            dth = jax.tree_util.tree_map(lambda g, d: g + alpha * d, gth, dth)
-            th = jax.tree_util.tree_map(lambda p, d: p - eta * d, th, dth)
-        else:
-            gW = grad_fn(th, W, Kt, Vt)
-        dW = gW + alpha * dW  # App. H.2: ΔW_t = ∇𝓛 + α_t ΔW_{t−1}
-        W = W - eta * dW  # W_{t+1} = W_t − η_t ΔW_t
-        if weight_norm:  # App. E.4
-            W = _weight_norm(W, w0_norm)
-            if update_kernel:
-                th = jax.tree_util.tree_map(_weight_norm, th, th_norm)
-        out = _phi(th, Qt) @ W  # O_t = φ_{t+1}(Q_t) W_{t+1}
-        return (W, dW, th, dth), out
-
-    dth0 = jax.tree_util.tree_map(jnp.zeros_like, kernel) if update_kernel else None
-    carry = (w0, jnp.zeros_like(w0), kernel, dth0)
-    _, out = jax.lax.scan(body, carry, (Qc, Kc, Vc, lr, mom))
-    return out.reshape(n * L, -1)[:T]
-
-
-# ----------------------------------------------------------------------------------------
-# Parallel (chunk-wise) form
-# ----------------------------------------------------------------------------------------
-
-
-def _carry_method():
-    # The carried state is Dh·Dv wide and there are only T / block steps: on CPU a plain
-    # loop is fastest (the chunked scan's (c, c, Dh·Dv) decay tensors cost more than they
-    # save); on accelerators the backend's own choice (a log-depth scan).
-    return "sequential" if jax.default_backend() == "cpu" else "auto"
-
-
-def _parallel(q, k, v, w0, lr, mom, L, kernel, block_size):
-    T, Dv = v.shape
-    n = lr.shape[0]
-    m = max(1, (block_size or max(L, _DEFAULT_BLOCK)) // L)  # chunks per block
-    m = min(m, n)
-    nb = -(-n // m)
-    B = m * L  # tokens per block
-    Tp = nb * B
-    phiq, phik = _phi(kernel, q), _phi(kernel, k)
-    Dh = phiq.shape[-1]
-
-    def blocks(x):
-        return jnp.pad(x, ((0, Tp - T), (0, 0))).reshape(nb, B, x.shape[-1])
-
-    phiq, phik, V = blocks(phiq), blocks(phik), blocks(v)  # padded V = 0: no contribution
-    # Padded chunks are identities of the recurrence: η = 0 (no step), α = 1 (keep momentum).
-    eta = jnp.pad(lr, (0, nb * m - n)).reshape(nb, m)
-    alpha = jnp.pad(mom, (0, nb * m - n), constant_values=1).reshape(nb, m)
-
-    # Block-local coefficients (local chunk index τ, j, i ∈ [0, m)):
-    #   D[τ, i] = Π_{s=i+1}^{τ} α_s                 momentum decay (decay_mask)
-    #   Cl[τ, i] = Σ_{j=i}^{τ} η_j D[j, i]          App. H.1 mask restricted to the block
-    #   P[j]    = Π_{s=0}^{j} α_s                   decay of the momentum entering the block
-    #   g[τ]    = Σ_{j=0}^{τ} η_j P[j]              its weight in W_{τ+1}
-    # so that, with (M_in, W_in) the momentum −ΔW and weight entering the block,
-    #   W_{τ+1} = W_in + g[τ] M_in + Σ_i Cl[τ, i] φ(K_i)ᵀ V_i,
-    #   M_out   = P[m−1] M_in + Σ_i D[m−1, i] φ(K_i)ᵀ V_i.
-    D = jax.vmap(decay_mask)(alpha)  # (nb, m, m)
-    Cl = _cumsum(eta[:, :, None] * D, axis=1)
-    P = jax.lax.associative_scan(jnp.multiply, alpha, axis=1)
-    g = _cumsum(eta * P, axis=1)
-
-    def tokens(c):  # chunk weights → token weights (…, m) → (…, m·L)
-        return jnp.repeat(c, L, axis=-1)
-
-    # Block summaries: what each block adds to the momentum and to the weight.
-    SM = jnp.einsum("bph,bp,bpv->bhv", phik, tokens(D[:, -1, :]), V)
-    SW = jnp.einsum("bph,bp,bpv->bhv", phik, tokens(Cl[:, -1, :]), V)
-    # Across blocks, on the shared scan backend (diagonal multipliers):
-    #   M_out^b = P^b[m−1] M_out^{b−1} + SM^b,   W_out^b = W_out^{b−1} + g^b[m−1] M_in^b + SW^b.
-    HV = Dh * Dv
-    method = _carry_method()
-    M_out = linear_scan(jnp.broadcast_to(P[:, -1:], (nb, HV)), SM.reshape(nb, HV),
-                        method=method)
-    M_in = jnp.concatenate([jnp.zeros((1, HV), M_out.dtype), M_out[:-1]], axis=0)
-    W_out = linear_scan(jnp.ones((nb, HV), M_out.dtype), g[:, -1:] * M_in + SW.reshape(nb, HV),
-                        w0.reshape(HV), method=method)
-    if m == 1:
-        # One chunk per block: the mask is the constant η_t, so the whole output of the
-        # block is φ(Q_t) W_{t+1} (the cheaper order of the same product).
-        out = jnp.einsum("bph,bhv->bpv", phiq, W_out.reshape(nb, Dh, Dv))
-    else:
-        W_in = jnp.concatenate([w0.reshape(1, HV), W_out[:-1]], axis=0).reshape(nb, Dh, Dv)
-        M_in = M_in.reshape(nb, Dh, Dv)
-        # Intra-block: ((φ(Q) φ(K)ᵀ) ⊙ Cl^{↑L}) V, one batched dense product.
-        Cup = tokens(jnp.repeat(Cl, L, axis=1))  # (nb, B, B)
-        S = jnp.einsum("bph,bqh->bpq", phiq, phik) * Cup
-        out = (
-            jnp.einsum("bpq,bqv->bpv", S, V)
-            + jnp.einsum("bph,bhv->bpv", phiq, W_in)
-            + tokens(g)[..., None] * jnp.einsum("bph,bhv->bpv", phiq, M_in)
-        )
-    return out.reshape(Tp, Dv)[:T]
 
 
 # ----------------------------------------------------------------------------------------
@@ -401,6 +199,6 @@ def ttt_linear(
     lr = _per_chunk("lr", lr, n, dtype)
     momentum = _per_chunk("momentum", momentum, n, dtype)
     if form == "recurrent":
-        return _recurrent(q, k, v, w0, lr, momentum, chunk_size, kernel, update_kernel,
-                          weight_norm)
-    return _parallel(q, k, v, w0, lr, momentum, chunk_size, kernel, block_size)
+        return recurrent_form(q, k, v, w0, lr, momentum, chunk_size, kernel, update_kernel,
+                              weight_norm)
+    return parallel_form(q, k, v, w0, lr, momentum, chunk_size, kernel, block_size)

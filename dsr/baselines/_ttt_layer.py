@@ -11,7 +11,8 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float, PRNGKeyArray
 
 from .._checks import check_int, check_optional_int
-from ._ttt import Form, SwiGLUKernel, check_form, ttt_linear
+from ._ttt import Form, check_form, ttt_linear
+from ._ttt_kernel import SwiGLUKernel
 
 _KERNELS = ("identity", "swiglu")
 

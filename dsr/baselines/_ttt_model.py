@@ -13,15 +13,16 @@ from jaxtyping import Array, Float, PRNGKeyArray
 
 from .._checks import check_int
 from .._scan import linear_scan
-from ..models._base import KAPPA, AbstractTeacherForcedModel, uniform
+from ..models._base import KAPPA, AbstractSizedModel, AbstractTeacherForcedModel, uniform
 from ..models._lssm import init_readout
 from ._ttt import Form
+from ._ttt_kernel import apply_kernel
 from ._ttt_layer import TTTLinear
 
 _NORM_EPS = 1e-6
 
 
-class TTTModel(AbstractTeacherForcedModel):
+class TTTModel(AbstractSizedModel, AbstractTeacherForcedModel):
     """The LSSM template (Eq. 3 of Hess et al. (2026)) with its linear recurrence replaced by a
     token-level TTT layer (Liu et al. (2026): TTT with key–value binding, reduced to linear
     attention, Sec. 6.1; parallel form, Sec. 6.2):
@@ -94,10 +95,6 @@ class TTTModel(AbstractTeacherForcedModel):
     V: Float[Array, "L Dv"]
     b: Float[Array, " L"]
     g: Float[Array, " Dv"] | None
-    obs_dim: int = eqx.field(static=True)
-    latent_dim: int = eqx.field(static=True)
-    hidden_dim: int = eqx.field(static=True)
-    input_dim: int = eqx.field(static=True)
     output_norm: bool = eqx.field(static=True)
 
     def __init__(
@@ -133,8 +130,7 @@ class TTTModel(AbstractTeacherForcedModel):
         self.output_norm = bool(output_norm)
         self.g = jnp.ones((d_value,), dtype) if output_norm else None
         Dh = self.layer.w0.shape[0]
-        self.obs_dim, self.hidden_dim, self.input_dim = N, L, 0
-        self.latent_dim = 2 * Dh * d_value + d_value
+        self.set_sizes(N, 2 * Dh * d_value + d_value, L, 0)
 
     # ---------------------------------------------------------------- pieces
 
@@ -144,7 +140,7 @@ class TTTModel(AbstractTeacherForcedModel):
         return self.layer.w0.shape
 
     def _phi(self, x):
-        return x if self.layer.kernel is None else self.layer.kernel(x)
+        return apply_kernel(self.layer.kernel, x)
 
     def _tokens(self, x):
         return x @ self.W_e.T + self.b_e

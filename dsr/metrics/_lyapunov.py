@@ -25,28 +25,23 @@ def _check_counts(n_steps, n_transient, dt):
             check_real("dt", dt, 0.0, lo_open=True))
 
 
-@eqx.filter_jit
-def _qr_spectrum(step, jacobian, z0, n_steps, n_transient, k):
-    M = z0.shape[0]
-    q0 = jnp.eye(M, k, dtype=z0.dtype)
+def _qr_renormalise(v):
+    """`J Q = Q' R`: the new orthonormal basis and `log |diag R|`."""
+    q, r = jnp.linalg.qr(v)
+    return q, jnp.log(jnp.abs(jnp.diagonal(r)))
 
-    def transient(z, _):
-        return step(z), None
 
-    z, _ = jax.lax.scan(transient, z0, None, length=n_transient)
-
-    def body(carry, _):
-        z, q = carry
-        jac = jacobian(z)
-        q, r = jnp.linalg.qr(jac @ q)
-        return (step(z), q), jnp.log(jnp.abs(jnp.diagonal(r)))
-
-    (_, _), logs = jax.lax.scan(body, (z, q0), None, length=n_steps)
-    return jnp.sum(logs, axis=0) / n_steps
+def _norm_renormalise(v):
+    """One tangent vector: `v / |v|` and `log |v|`."""
+    nv = jnp.linalg.norm(v)
+    return v / nv, jnp.log(nv)
 
 
 @eqx.filter_jit
-def _tangent_max(step, jacobian, z0, v0, n_steps, n_transient):
+def _mean_log_growth(step, jacobian, z0, v0, n_steps, n_transient, renormalise):
+    """`n_transient` steps of `step` from `z0`, then `n_steps` steps propagating the tangent
+    basis `v ← renormalise(jacobian(z) @ v)`; the mean of the logged growth rates per step."""
+
     def transient(z, _):
         return step(z), None
 
@@ -54,12 +49,11 @@ def _tangent_max(step, jacobian, z0, v0, n_steps, n_transient):
 
     def body(carry, _):
         z, v = carry
-        v = jacobian(z) @ v
-        nv = jnp.linalg.norm(v)
-        return (step(z), v / nv), jnp.log(nv)
+        v, logs = renormalise(jacobian(z) @ v)
+        return (step(z), v), logs
 
     (_, _), logs = jax.lax.scan(body, (z, v0), None, length=n_steps)
-    return jnp.sum(logs) / n_steps
+    return jnp.sum(logs, axis=0) / n_steps
 
 
 def lyapunov_spectrum(
@@ -92,19 +86,14 @@ def lyapunov_spectrum(
     """
     n_steps, n_transient, dt = _check_counts(n_steps, n_transient, dt)
     z0, k = as_state("z0", z0, n_exponents)
-    lams = _qr_spectrum(step, jacobian, z0, n_steps, n_transient, k) / dt
+    q0 = jnp.eye(z0.shape[0], k, dtype=z0.dtype)
+    lams = _mean_log_growth(step, jacobian, z0, q0, n_steps, n_transient, _qr_renormalise) / dt
     return jnp.sort(lams)[::-1]
 
 
-def max_lyapunov(
-    step: Callable[[Array], Array],
-    jacobian: Callable[[Array], Array],
-    z0: Float[ArrayLike, " M"],
-    n_steps: int,
-    *,
-    dt: float = 1.0,
-    n_transient: int = 1000,
-) -> Float[Array, ""]:
+def max_lyapunov(step: Callable[[Array], Array], jacobian: Callable[[Array], Array],
+                 z0: Float[ArrayLike, " M"], n_steps: int, *, dt: float = 1.0,
+                 n_transient: int = 1000) -> Float[Array, ""]:
     """Largest Lyapunov exponent of a discrete map (one renormalised tangent vector).
 
     Same arguments as [`lyapunov_spectrum`][]; the tangent vector starts along
@@ -113,18 +102,12 @@ def max_lyapunov(
     n_steps, n_transient, dt = _check_counts(n_steps, n_transient, dt)
     z0, _ = as_state("z0", z0)
     v0 = jnp.ones_like(z0) / jnp.sqrt(z0.shape[0])
-    return _tangent_max(step, jacobian, z0, v0, n_steps, n_transient) / dt
+    return _mean_log_growth(step, jacobian, z0, v0, n_steps, n_transient, _norm_renormalise) / dt
 
 
-def model_lyapunov_spectrum(
-    model,
-    z0: Float[ArrayLike, " M"],
-    n_steps: int,
-    *,
-    dt: float = 1.0,
-    n_transient: int = 1000,
-    n_exponents: int | None = None,
-) -> Float[Array, " k"]:
+def model_lyapunov_spectrum(model, z0: Float[ArrayLike, " M"], n_steps: int, *, dt: float = 1.0,
+                            n_transient: int = 1000,
+                            n_exponents: int | None = None) -> Float[Array, " k"]:
     """Lyapunov spectrum of a model's latent map, via `model.step(z)` and `model.jacobian(z)`.
 
     `model.step(z_prev) -> z_next` is the latent map and `model.jacobian(z_prev)` its `(M, M)`
@@ -154,7 +137,8 @@ def _as_field(f, args):
     return lambda t, x: f(t, x, args)
 
 
-def _rk4(g, t, x, dt):
+def rk4_step(g, t, x, dt):
+    """One classical fourth-order Runge–Kutta step of `ẋ = g(t, x)` from `(t, x)`."""
     k1 = g(t, x)
     k2 = g(t + dt / 2, x + dt / 2 * k1)
     k3 = g(t + dt / 2, x + dt / 2 * k2)
@@ -170,28 +154,12 @@ class _RK4Map(eqx.Module):
 
     def step(self, y):
         t, x = y[0], y[1:]
-        return jnp.concatenate([(t + self.dt)[None], _rk4(self.field, t, x, self.dt)])
+        return jnp.concatenate([(t + self.dt)[None], rk4_step(self.field, t, x, self.dt)])
 
-
-@eqx.filter_jit
-def _field_qr(rk, y0, n_steps, n_transient, k):
-    M = y0.shape[0] - 1
-
-    def transient(y, _):
-        return rk.step(y), None
-
-    y, _ = jax.lax.scan(transient, y0, None, length=n_transient)
-    q0 = jnp.eye(M, k, dtype=y0.dtype)
-
-    def body(carry, _):
-        y, q = carry
+    def jacobian(self, y):
+        """`∂x_{n+1}/∂x_n` of one step (by `jax.jacfwd`; time is not a tangent direction)."""
         t, x = y[0], y[1:]
-        jx = jax.jacfwd(lambda x_: _rk4(rk.field, t, x_, rk.dt))(x)
-        q, r = jnp.linalg.qr(jx @ q)
-        return (rk.step(y), q), jnp.log(jnp.abs(jnp.diagonal(r)))
-
-    (_, _), logs = jax.lax.scan(body, (y, q0), None, length=n_steps)
-    return jnp.sum(logs, axis=0) / n_steps
+        return jax.jacfwd(lambda x_: rk4_step(self.field, t, x_, self.dt))(x)
 
 
 def vector_field_lyapunov_spectrum(
@@ -233,5 +201,7 @@ def vector_field_lyapunov_spectrum(
     x0, k = as_state("x0", x0, n_exponents)
     rk = _RK4Map(_as_field(f, args), dt)
     y0 = jnp.concatenate([jnp.asarray([t0], x0.dtype), x0])
-    lams = _field_qr(rk, y0, n_steps, n_transient, k) / dt
+    q0 = jnp.eye(x0.shape[0], k, dtype=x0.dtype)
+    lams = _mean_log_growth(rk.step, rk.jacobian, y0, q0, n_steps, n_transient,
+                            _qr_renormalise) / dt
     return jnp.sort(lams)[::-1]

@@ -19,6 +19,8 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
+from .._checks import check_int
+
 #: App. E initialization constant κ: Ā = artanh(κ) and weights of scale (1 − κ)/√dim, so an
 #: initial model is close to the identity map with long time scales.
 KAPPA = 0.9995
@@ -50,6 +52,30 @@ class AbstractModel(eqx.Module):
     def inputs_or_zeros(self, s, dtype) -> Float[Array, " K"]:
         """`s`, or zeros of length `input_dim` when `s` is None."""
         return jnp.zeros((self.input_dim,), dtype) if s is None else s
+
+
+class AbstractSizedModel(AbstractModel):
+    """A model whose sizes are static fields: `obs_dim` (N), `latent_dim` (M), `hidden_dim`
+    (L, the width of its hidden layer or read-out) and `input_dim` (K, 0 without external
+    inputs). Combined with one of the families below, listed first so that its static
+    fields override the families' abstract declarations (`class LSSM(AbstractSizedModel,
+    AbstractDataDrivenModel)`); `set_sizes` fills the fields in `__init__`."""
+
+    obs_dim: int = eqx.field(static=True)
+    latent_dim: int = eqx.field(static=True)
+    hidden_dim: int = eqx.field(static=True)
+    input_dim: int = eqx.field(static=True)
+
+    def set_sizes(self, obs_dim: int, latent_dim: int, hidden_dim: int, input_dim: int):
+        """Fill the size fields (inside `__init__` only, where the fields can be set)."""
+        self.obs_dim, self.latent_dim = obs_dim, latent_dim
+        self.hidden_dim, self.input_dim = hidden_dim, input_dim
+
+
+def check_sizes(obs_dim, latent_dim, hidden_dim, input_dim) -> tuple[int, int, int, int]:
+    """Validated `(N, M, L, K)`: `obs_dim`, `latent_dim`, `hidden_dim` ≥ 1, `input_dim` ≥ 0."""
+    return (check_int("obs_dim", obs_dim, 1), check_int("latent_dim", latent_dim, 1),
+            check_int("hidden_dim", hidden_dim, 1), check_int("input_dim", input_dim, 0))
 
 
 class AbstractGTFModel(AbstractModel):

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import math
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, PRNGKeyArray
 
-from .._checks import check_int, check_key, check_real
+from .._checks import check_key, check_real
 from .._scan import ScanMethod, linear_scan
-from ._base import KAPPA, AbstractDataDrivenModel, uniform
+from ._base import KAPPA, AbstractDataDrivenModel, AbstractSizedModel, check_sizes, uniform
 
 
 def init_readout(kB, kV, obs_dim, hidden_dim, latent_dim, kappa, dtype):
@@ -30,7 +29,19 @@ def init_inputs(key, latent_dim, input_dim, kappa, dtype):
     return uniform(key, (latent_dim, input_dim), (1.0 - kappa) / math.sqrt(input_dim), dtype)
 
 
-class LSSM(AbstractDataDrivenModel):
+def scan_with_inputs(A, drive, C, inputs, z0, method):
+    """`z_t = A_t ⊙ z_{t-1} + drive_t + C s_t` for t = 1..T, one call of the scan backend;
+    `inputs` (`(T+1, K)`, aligned with the data, `s_t = inputs[t]`) are required when C has
+    K > 0 columns and ignored otherwise. `z0` defaults to zeros."""
+    if C.shape[1]:
+        if inputs is None:
+            T, K = drive.shape[0], C.shape[1]
+            raise ValueError(f"`inputs` of shape ({T + 1}, {K}) are required.")
+        drive = drive + inputs[1:] @ C.T
+    return linear_scan(A, drive, z0, method=method)
+
+
+class LSSM(AbstractSizedModel, AbstractDataDrivenModel):
     """`z_t = A ⊙ z_{t-1} + U x_{t-1} + C s_t + h`, `x̂_t = B relu(V z_t + b)` (Eq. 3).
 
     Training is linear in z: the teacher signal `x_{t-1}` enters through U, so the whole
@@ -51,17 +62,10 @@ class LSSM(AbstractDataDrivenModel):
     B: Float[Array, "N L"]
     V: Float[Array, "L M"]
     b: Float[Array, " L"]
-    obs_dim: int = eqx.field(static=True)
-    latent_dim: int = eqx.field(static=True)
-    hidden_dim: int = eqx.field(static=True)
-    input_dim: int = eqx.field(static=True)
 
     def __init__(self, obs_dim: int, latent_dim: int, hidden_dim: int, *, key: PRNGKeyArray,
                  input_dim: int = 0, kappa: float = KAPPA, dtype=jnp.float32):
-        N = check_int("obs_dim", obs_dim, 1)
-        M = check_int("latent_dim", latent_dim, 1)
-        L = check_int("hidden_dim", hidden_dim, 1)
-        K = check_int("input_dim", input_dim, 0)
+        N, M, L, K = check_sizes(obs_dim, latent_dim, hidden_dim, input_dim)
         kappa = check_real("kappa", kappa, 0.0, 1.0, lo_open=True, hi_open=True)
         key = check_key("key", key)
         kU, kC, kB, kV = jax.random.split(key, 4)
@@ -71,7 +75,7 @@ class LSSM(AbstractDataDrivenModel):
         self.C = init_inputs(kC, M, K, kappa, dtype)
         self.h = jnp.zeros((M,), dtype)
         self.B, self.V, self.b = init_readout(kB, kV, N, L, M, kappa, dtype)
-        self.obs_dim, self.latent_dim, self.hidden_dim, self.input_dim = N, M, L, K
+        self.set_sizes(N, M, L, K)
 
     @property
     def A(self) -> Float[Array, " M"]:
@@ -100,11 +104,6 @@ class LSSM(AbstractDataDrivenModel):
 
         `inputs` (aligned with `x`) supplies `s_t`; `z0` defaults to zeros.
         """
-        T = x.shape[0] - 1
         drive = x[:-1] @ self.U.T + self.h
-        if self.input_dim:
-            if inputs is None:
-                raise ValueError(f"`inputs` of shape ({T + 1}, {self.input_dim}) are required.")
-            drive = drive + inputs[1:] @ self.C.T
-        A = jnp.broadcast_to(self.A, (T, self.latent_dim)).astype(drive.dtype)
-        return linear_scan(A, drive, z0, method=method)
+        A = jnp.broadcast_to(self.A, drive.shape).astype(drive.dtype)
+        return scan_with_inputs(A, drive, self.C, inputs, z0, method)

@@ -16,11 +16,11 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, PRNGKeyArray
 
-from .._checks import check_int, check_key, check_optional_int, check_real
-from ._base import KAPPA, AbstractGTFModel, uniform
+from .._checks import check_key, check_optional_int, check_real
+from ._base import KAPPA, AbstractGTFModel, AbstractSizedModel, check_sizes, uniform
 
 
-class AbstractShPLRNN(AbstractGTFModel):
+class AbstractShPLRNN(AbstractSizedModel, AbstractGTFModel):
     """`z_t = A ⊙ z_{t-1} + W φ(V z_{t-1}) + C s_t + h`, `x̂_t = B z_t`.
 
     `A = tanh(Ā)` is a diagonal stored as the vector `A_bar`. With `rank=r`, `W = W_L W_R`
@@ -35,10 +35,6 @@ class AbstractShPLRNN(AbstractGTFModel):
     C: Float[Array, "M K"]
     h: Float[Array, " M"]
     B: Float[Array, "N M"]
-    obs_dim: int = eqx.field(static=True)
-    latent_dim: int = eqx.field(static=True)
-    hidden_dim: int = eqx.field(static=True)
-    input_dim: int = eqx.field(static=True)
     rank: int | None = eqx.field(static=True)
 
     @abc.abstractmethod
@@ -109,10 +105,7 @@ def init_shplrnn(model, obs_dim, latent_dim, hidden_dim, key, rank, input_dim, k
     """Set the fields of a shPLRNN-family model by App. E (κ = `kappa`): Ā = artanh(κ),
     W ~ U(±(1−κ)/√L), V ~ U(±(1−κ)/√M), C ~ U(±(1−κ)/√K), h = 0, B = [I_N 0] (M ≥ N);
     b ~ U(±b_scale) (0 for the shPLRNN)."""
-    N = check_int("obs_dim", obs_dim, 1)
-    M = check_int("latent_dim", latent_dim, 1)
-    L = check_int("hidden_dim", hidden_dim, 1)
-    K = check_int("input_dim", input_dim, 0)
+    N, M, L, K = check_sizes(obs_dim, latent_dim, hidden_dim, input_dim)
     rank = check_optional_int("rank", rank, 1)
     kappa = check_real("kappa", kappa, 0.0, 1.0, lo_open=True, hi_open=True)
     key = check_key("key", key)
@@ -130,8 +123,8 @@ def init_shplrnn(model, obs_dim, latent_dim, hidden_dim, key, rank, input_dim, k
     model.C = uniform(kC, (M, K), eps / math.sqrt(K), dtype) if K else jnp.zeros((M, 0), dtype)
     model.h = jnp.zeros((M,), dtype)
     model.B = jnp.eye(N, M, dtype=dtype)  # [I_N 0] for M ≥ N; [I_M; 0] for M < N
-    model.obs_dim, model.latent_dim, model.hidden_dim = N, M, L
-    model.input_dim, model.rank = K, rank
+    model.set_sizes(N, M, L, K)
+    model.rank = rank
 
 
 class ShPLRNN(AbstractShPLRNN):
