@@ -26,17 +26,25 @@ from examples import _findings as F
 
 CONTEXT = 64
 SETTINGS = {
-    "quick": dict(K=5, steps=150, T=100, B=8, n_data=20_000, n_test=5_000, n_samples=5_000),
-    "cpu": dict(K=5, steps=3_000, T=200, B=16, n_data=100_000, n_test=20_000,
-                n_samples=50_000),
+    "quick": dict(K=5, steps=150, T=100, B=8, n_data=20_000, n_test=5_000, n_samples=5_000,
+                  quasi_max_iter=200),
+    "cpu": dict(K=5, steps=2_000, T=200, B=16, n_data=100_000, n_test=20_000,
+                n_samples=50_000, quasi_max_iter=200),
     "paper": dict(K=20, steps=20_000, T=200, B=16, n_data=100_000, n_test=100_000,
-                  n_samples=1_000_000),
+                  n_samples=1_000_000, quasi_max_iter=1000),
 }
-ARMS = {
-    "full": dsr.DEER(),
-    "quasi": dsr.DEER(jacobian="diag"),
-    "quasi + exact adjoint": dsr.DEER(jacobian="diag", exact_adjoint=True),
-}
+ARMS = ("full", "quasi", "quasi + exact adjoint")
+
+
+def solver(arm: str, s: dict) -> dsr.DEER:
+    """The arm's solver; quasi-DEER stops after `quasi_max_iter` iterations (then the batch is
+    re-solved sequentially, counted in `fallback_frac`)."""
+    if arm == "full":
+        return dsr.DEER()
+    return dsr.DEER(jacobian="diag", max_iter=s["quasi_max_iter"],
+                    exact_adjoint=arm == "quasi + exact adjoint")
+
+
 OBSERVE = {"FO": None, "PO": "x"}
 EMBEDDING = {"FO": None, "PO": (3, 10)}
 
@@ -45,7 +53,7 @@ def run_arm(obs, arm, s, ds, test, key):
     N = ds.train.shape[1]
     make = lambda k: dsr.ShPLRNN(N, 5, 50, key=k)  # noqa: E731
     res = F.train(make, s["K"], ds, key, alpha=0.15, steps=s["steps"], seq_len=s["T"],
-                  batch_size=s["B"], solver=ARMS[arm], monitor_every=0)
+                  batch_size=s["B"], solver=solver(arm, s), monitor_every=0)
     x_gen, _ = F.generate_members(res.model, test[:CONTEXT], 3 * len(test))
     records = []
     for i in range(s["K"]):
@@ -74,18 +82,19 @@ def _band(ax, y, label, color, log=True):
 
 def plot(results, path):
     plt = F.pyplot()
-    fig, axes = plt.subplots(2, 4, figsize=(17, 7.5))
-    for row, obs in enumerate(OBSERVE):
+    fig, axes = plt.subplots(len(results), 4, figsize=(17, 3.75 * len(results)), squeeze=False)
+    for row, obs in enumerate(results):
         recs = [r for r in results[obs][0]]
-        for j, arm in enumerate(ARMS):
+        for j, arm in enumerate(results[obs][1]):
             c = results[obs][1][arm]
             _band(axes[row, 0], c["loss"], arm, f"C{j}")
             _band(axes[row, 1], c["iters"], arm, f"C{j}")
         F.panel(axes[row, 2], recs, "D", log_x=False, color="C0")
         axes[row, 2].set_yscale("log")
-        walls = [np.median(results[obs][1][a]["wall"][1:]) * 1e3 for a in ARMS]
-        axes[row, 3].bar(range(len(ARMS)), walls, color=[f"C{j}" for j in range(len(ARMS))])
-        axes[row, 3].set_xticks(range(len(ARMS)), list(ARMS), fontsize=8)
+        arms = list(results[obs][1])
+        walls = [np.median(results[obs][1][a]["wall"][1:]) * 1e3 for a in arms]
+        axes[row, 3].bar(range(len(arms)), walls, color=[f"C{j}" for j in range(len(arms))])
+        axes[row, 3].set_xticks(range(len(arms)), arms, fontsize=8)
         dname = "D_stsp^DE (3, 10)" if EMBEDDING[obs] else "D_stsp"
         axes[row, 0].set(title=f"A ({obs}): training loss", xlabel="update")
         axes[row, 1].set(title=f"B ({obs}): Newton iterations per update", xlabel="update")
@@ -100,18 +109,27 @@ def plot(results, path):
 
 
 def main(argv=None):
-    args = F.parser("fig2_jacobians", __doc__).parse_args(argv)
+    p = F.parser("fig2_jacobians", __doc__)
+    p.add_argument("--observe", choices=list(OBSERVE), nargs="+", default=list(OBSERVE),
+                   help="train only these (finished parts are kept; run again without it "
+                        "to draw all)")
+    p.add_argument("--arms", choices=list(ARMS), nargs="+", default=list(ARMS),
+                   help="train only these arms")
+    args = p.parse_args(argv)
     s = dict(SETTINGS[F.mode(args)])
     s["K"] = args.members or s["K"]
     s["steps"] = args.steps or s["steps"]
     t_start = time.perf_counter()
     results, records = {}, []
-    for o, (obs, observe) in enumerate(OBSERVE.items()):
+    for obs in args.observe:
+        observe = OBSERVE[obs]
         ds = data_gen.lorenz63(n_steps=s["n_data"], observe=observe, seed=args.seed,
                                progress=False)
         test = np.asarray(ds.test[:s["n_test"]], np.float64)
         recs, curves = [], {}
         for j, arm in enumerate(ARMS):
+            if arm not in args.arms:
+                continue
             t0 = time.perf_counter()
             key = jax.random.key(args.seed * 100 + j)
             r, curves[arm] = F.cached(args.out, f"{obs}_{arm}", dict(s, obs=obs, arm=arm,
@@ -128,7 +146,7 @@ def main(argv=None):
     print("\n" + F.table(summary, ["D", "newton_iters_median", "step_s_median"]))
     settings = dict(s, mode=F.mode(args), seed=args.seed, context=CONTEXT, M=5, L=50,
                     alpha=0.15, embeddings=EMBEDDING, learning_rate=1e-3,
-                    arms={k: repr(v) for k, v in ARMS.items()},
+                    arms={a: repr(solver(a, s)) for a in ARMS},
                     measure="D = D_stsp (FO) or D_stsp^DE (PO)")
     js = F.write(args.out, "fig2_jacobians", settings, records, summary, t_start)
     plot(results, js[:-5] + ".png")
