@@ -1,4 +1,4 @@
-"""Baselines of papers/001 Sec. 5.4: the selective SSM (Mamba-2 recurrence, Eq. 72–73) and the
+"""Baselines of Hess et al. (2026), arXiv:2605.12683, Sec. 5.4: the selective SSM (Mamba-2 recurrence, Eq. 72–73) and the
 TTT / linear-attention model: parallel training forward vs their own recurrences, causality,
 warm start, training and generation."""
 

@@ -1,4 +1,4 @@
-"""TTT-KVB as linear attention (papers/000): recurrent vs chunk-wise parallel form."""
+"""TTT-KVB as linear attention (Liu et al. (2026), "Test-Time Training with KV Binding Is Secretly Linear Attention"): recurrent vs chunk-wise parallel form."""
 
 import functools
 import json
