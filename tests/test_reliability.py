@@ -275,6 +275,7 @@ def kill_and_resume(folder, n_kills, steps, cache, seed):
     return got, stats
 
 
+@pytest.mark.slow  # ≈ 1.5–2.5 min of subprocess start-ups; keeps `make test` under 10 min
 def test_killed_fit_resumes_bit_exactly(reference, jax_cache, tmp_path):
     got, stats = kill_and_resume(tmp_path, 3, STEPS, jax_cache, seed=0)
     print("fault test:", stats)
