@@ -70,6 +70,20 @@ def cached(out: str, tag: str, settings: dict, compute: Callable[..., tuple[list
     return records, arrays
 
 
+def settings(args, table: dict) -> dict:
+    """The mode's settings from `table`, with `--members` and `--steps` applied."""
+    s = dict(table[mode(args)])
+    s["K"] = args.members or s["K"]
+    s["steps"] = args.steps or s["steps"]
+    return s
+
+
+def save_figure(fig, path: str) -> None:
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    pyplot().close(fig)
+
+
 def median_mad(values) -> tuple[float, float]:
     v = np.asarray(values, np.float64)
     v = np.where(np.isnan(v), np.inf, v)

@@ -103,9 +103,7 @@ def plot(results, path):
         axes[row, 0].legend(fontsize=7)
         axes[row, 2].tick_params(axis="x", labelsize=8)
     fig.suptitle("median ± MAD over all members", fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    F.save_figure(fig, path)
 
 
 def main(argv=None):
@@ -116,9 +114,7 @@ def main(argv=None):
     p.add_argument("--arms", choices=list(ARMS), nargs="+", default=list(ARMS),
                    help="train only these arms")
     args = p.parse_args(argv)
-    s = dict(SETTINGS[F.mode(args)])
-    s["K"] = args.members or s["K"]
-    s["steps"] = args.steps or s["steps"]
+    s = F.settings(args, SETTINGS)
     t_start = time.perf_counter()
     results, records = {}, []
     for obs in args.observe:

@@ -172,9 +172,7 @@ def plot(results: dict, path: str) -> None:
         ax3.set(yticks=[], xlabel="steps after the 64-step context",
                 title=f"C: {system}, x_1 (offset, clipped)")
         ax3.legend(fontsize=7, loc="upper right")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    F.save_figure(fig, path)
 
 
 def plot_forcing(records, traces, ds, path: str) -> None:
@@ -199,16 +197,12 @@ def plot_forcing(records, traces, ds, path: str) -> None:
         ax.set(yticks=[], title=f"T = {T}, member {member}: MAR units (standardized); slowest "
                f"period {F.fmt(rec['slow_period'])} steps, share {rec['slow_power']:.2f}")
     axes[-1].set_xlabel("generated step")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    F.save_figure(fig, path)
 
 
 def main(argv=None):
     args = F.parser("fig3a_seq_len", __doc__).parse_args(argv)
-    s = dict(SETTINGS[F.mode(args)])
-    s["K"] = args.members or s["K"]
-    s["steps"] = args.steps or s["steps"]
+    s = F.settings(args, SETTINGS)
     t_start = time.perf_counter()
     results = {sys_: run_system(sys_, s, args.seed, args.out) for sys_ in SYSTEMS}
     records = [r for res in results.values() for r in res[0]]

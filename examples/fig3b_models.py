@@ -95,16 +95,12 @@ def plot(records, traces, test, refs, path):
     ax3.set(yticks=[], xlabel="steps after the 64-step context",
             title="Fig. A2: x_1 of the median member of each model (offset, clipped)")
     ax3.legend(fontsize=7, loc="upper right", ncol=3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    F.save_figure(fig, path)
 
 
 def main(argv=None):
     args = F.parser("fig3b_models", __doc__).parse_args(argv)
-    s = dict(SETTINGS[F.mode(args)])
-    s["K"] = args.members or s["K"]
-    s["steps"] = args.steps or s["steps"]
+    s = F.settings(args, SETTINGS)
     t_start = time.perf_counter()
     ds = data_gen.lorenz96(n_steps=s["n_data"], preset=s["lorenz_preset"], seed=args.seed,
                            progress=False)
