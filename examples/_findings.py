@@ -50,7 +50,9 @@ def cached(out: str, tag: str, settings: dict, compute: Callable[..., tuple[list
            *args):
     """`compute(*args) -> (records, arrays)` for one setting, done once: the result is kept under
     `out/parts/` with a hash of `settings`, so a rerun with the same `--out` and settings
-    (after an interruption, or to redraw) starts at the first setting not yet finished."""
+    (after an interruption, or to redraw) starts at the first setting not yet finished.
+    `compute` gets `checkpoint=`, a file for `train` under `out/parts/` named with that hash:
+    an interrupted setting resumes from its last checkpoint (deleted once it is done)."""
     digest = hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode())
     stem = os.path.join(out, "parts", f"{tag.replace(' ', '_').replace('=', '')}")
     if os.path.exists(stem + ".json") and os.path.exists(stem + ".npz"):
@@ -59,14 +61,18 @@ def cached(out: str, tag: str, settings: dict, compute: Callable[..., tuple[list
         if saved.get("settings_sha256") == digest.hexdigest():
             with np.load(stem + ".npz") as z:
                 return saved["records"], {k: z[k] for k in z.files}
-    records, arrays = compute(*args)
     os.makedirs(os.path.dirname(stem), exist_ok=True)
+    checkpoint = f"{stem}.{digest.hexdigest()[:12]}.ckpt"
+    records, arrays = compute(*args, checkpoint=checkpoint)
     np.savez(stem + ".tmp.npz", **arrays)
     os.replace(stem + ".tmp.npz", stem + ".npz")
     with open(stem + ".tmp", "w") as f:
         json.dump({"settings_sha256": digest.hexdigest(), "records": records}, f,
                   default=json_default)
     os.replace(stem + ".tmp", stem + ".json")
+    for leftover in (checkpoint, checkpoint + ".history"):
+        if os.path.exists(leftover):
+            os.remove(leftover)
     return records, arrays
 
 
@@ -93,13 +99,19 @@ def median_mad(values) -> tuple[float, float]:
     return med, float(np.median(np.abs(v - med)))
 
 
-def train(make: Callable, K: int, data, key, **fit_kw) -> dsr.FitResult:
-    """One ensemble of K members `make(k)`, trained in one vmapped `dsr.fit`."""
+def train(make: Callable, K: int, data, key, checkpoint: str | None = None,
+          **fit_kw) -> dsr.FitResult:
+    """One ensemble of K members `make(k)`, trained in one vmapped `dsr.fit`; with
+    `checkpoint`, saved there every 500 updates and resumed from it if it exists."""
     k_init, k_fit = jax.random.split(key)
     ens = dsr.ensemble(make, K, key=k_init)
+    resume = checkpoint if checkpoint is not None and os.path.exists(checkpoint) else None
+    if resume:
+        print(f"  resuming from {checkpoint}", flush=True)
     with warnings.catch_warnings():  # free-run warnings are recorded in the records instead
         warnings.simplefilter("ignore", UserWarning)
-        return dsr.fit(ens, data, key=k_fit, progress=False, **fit_kw)
+        return dsr.fit(ens, data, key=k_fit, progress=False, checkpoint=checkpoint,
+                       checkpoint_every=500, resume=resume, **fit_kw)
 
 
 def generate_members(ens: dsr.Ensemble, context: np.ndarray, n: int):

@@ -49,10 +49,11 @@ OBSERVE = {"FO": None, "PO": "x"}
 EMBEDDING = {"FO": None, "PO": (3, 10)}
 
 
-def run_arm(obs, arm, s, ds, test, key):
+def run_arm(obs, arm, s, ds, test, key, checkpoint=None):
     N = ds.train.shape[1]
     make = lambda k: dsr.ShPLRNN(N, 5, 50, key=k)  # noqa: E731
-    res = F.train(make, s["K"], ds, key, alpha=0.15, steps=s["steps"], seq_len=s["T"],
+    res = F.train(make, s["K"], ds, key, checkpoint=checkpoint,
+                  alpha=0.15, steps=s["steps"], seq_len=s["T"],
                   batch_size=s["B"], solver=solver(arm, s), monitor_every=0)
     x_gen, _ = F.generate_members(res.model, test[:CONTEXT], 3 * len(test))
     records = []

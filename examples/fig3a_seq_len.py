@@ -96,10 +96,11 @@ def references(system: str, s: dict, ds, n_test: int, emb, seed: int) -> dict:
     return out
 
 
-def run_setting(system, spec, T, s, ds, key, test, emb):
+def run_setting(system, spec, T, s, ds, key, test, emb, checkpoint=None):
     B = max(1, s["BT"] // T)
     make = lambda k: dsr.ShPLRNN(spec["N"], spec["M"], spec["L"], key=k)  # noqa: E731
-    res = F.train(make, s["K"], ds, key, alpha=spec["alpha"], steps=s["steps"], seq_len=T,
+    res = F.train(make, s["K"], ds, key, checkpoint=checkpoint,
+                  alpha=spec["alpha"], steps=s["steps"], seq_len=T,
                   batch_size=B, warmup=T // 2, regularization=spec["reg"], monitor_every=0,
                   solver=s["solver"])
     x_gen, z_gen = F.generate_members(res.model, test[:CONTEXT], 3 * len(test))

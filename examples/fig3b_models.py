@@ -47,9 +47,10 @@ MODELS = {  # name: (constructor, regularization, has MAR units to inspect)
 }
 
 
-def run_model(name, s, ds, test, emb, key):
+def run_model(name, s, ds, test, emb, key, checkpoint=None):
     make, reg, has_mar = MODELS[name]
-    res = F.train(make, s["K"], ds, key, alpha=0.08, steps=s["steps"], seq_len=s["T"],
+    res = F.train(make, s["K"], ds, key, checkpoint=checkpoint,
+                  alpha=0.08, steps=s["steps"], seq_len=s["T"],
                   batch_size=s["B"], warmup=s["T"] // 2, regularization=reg, monitor_every=0,
                   solver=s["solver"])
     x_gen, z_gen = F.generate_members(res.model, test[:CONTEXT], 3 * len(test))

@@ -7,6 +7,8 @@ import math
 import sys
 from pathlib import Path
 
+import equinox as eqx
+import jax
 import numpy as np
 import pytest
 
@@ -14,6 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # `examples` is a folder of scripts, not an installed package
     sys.path.insert(0, str(ROOT))
 
+import dsr  # noqa: E402
 from examples import _common  # noqa: E402
 from examples import _findings as F  # noqa: E402
 
@@ -48,8 +51,10 @@ def test_median_mad_counts_diverged_members():
 def test_cached_setting_is_computed_once_per_settings(tmp_path):
     calls = []
 
-    def compute(x):
+    def compute(x, checkpoint):
         calls.append(x)
+        assert Path(checkpoint).parent == tmp_path / "parts" and checkpoint.endswith(".ckpt")
+        Path(checkpoint).write_text("interrupted training")  # deleted once the part is kept
         return [{"member": 0, "D": x}], {"trace": np.arange(3.0) * x}
 
     a = F.cached(str(tmp_path), "lorenz96 T=64", {"steps": 10}, compute, 2.0)
@@ -57,6 +62,23 @@ def test_cached_setting_is_computed_once_per_settings(tmp_path):
     assert calls == [2.0] and b[0] == a[0] and np.array_equal(b[1]["trace"], a[1]["trace"])
     c = F.cached(str(tmp_path), "lorenz96 T=64", {"steps": 20}, compute, 3.0)  # new settings
     assert calls == [2.0, 3.0] and c[0] == [{"member": 0, "D": 3.0}]
+    assert not list((tmp_path / "parts").glob("*.ckpt"))
+
+
+def test_train_resumes_from_its_checkpoint(tmp_path):
+    """An interrupted setting continues from its checkpoint instead of starting again."""
+    data = np.random.default_rng(0).normal(size=(400, 2)).astype(np.float32)
+    make = lambda k: dsr.ShPLRNN(2, 2, 8, key=k)  # noqa: E731
+    kw = dict(alpha=0.2, seq_len=20, batch_size=4, solver=dsr.Sequential(), monitor_every=0)
+    ckpt = str(tmp_path / "part.ckpt")
+    key = jax.random.key(0)
+    first = F.train(make, 2, data, key, checkpoint=ckpt, steps=6, **kw)
+    again = F.train(make, 2, data, key, checkpoint=ckpt, steps=6, **kw)  # nothing left to do
+    whole = F.train(make, 2, data, key, steps=6, **kw)
+    for a, b, c in zip(*(jax.tree_util.tree_leaves(eqx.filter(r.model, eqx.is_array))
+                         for r in (first, again, whole))):
+        assert np.array_equal(a, b) and np.array_equal(a, c)
+    assert len(again.history["loss"][0]) == 6
 
 
 def test_table_and_json_keep_inf(tmp_path):
