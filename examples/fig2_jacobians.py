@@ -25,6 +25,7 @@ import dsr
 from examples import _findings as F
 
 CONTEXT = 64
+ORBIT = 3000  # steps of each generated orbit kept for the picture
 SETTINGS = {
     "quick": dict(K=5, steps=150, T=100, B=8, n_data=20_000, n_test=5_000, n_samples=5_000,
                   quasi_max_iter=200),
@@ -66,8 +67,35 @@ def run_arm(obs, arm, s, ds, test, key, checkpoint=None):
         rec["D"] = m["D_stsp_DE" if EMBEDDING[obs] else "D_stsp"]  # common name for plots
         records.append(rec)
     curves = dict(loss=res.history["loss"], iters=res.history["newton_iters"],
-                  wall=res.history["wall_time"])
+                  wall=res.history["wall_time"], gen=x_gen[:, :ORBIT].astype(np.float32),
+                  true=test[:ORBIT].astype(np.float32))
     return records, curves
+
+
+def _orbit_panel(ax, c, obs, arm, recs):
+    """The generated orbits of every member over the test orbit (grey), in the plane the
+    measure sees: (x, z) for FO, the delay embedding (x_t, x_{t-10}) for PO."""
+    def plane(x):
+        if EMBEDDING[obs]:
+            tau = EMBEDDING[obs][1]
+            return x[tau:, 0], x[:-tau, 0]
+        return x[:, 0], x[:, 2]
+
+    if "gen" not in c:
+        ax.text(0.5, 0.5, "no orbits stored\n(run before orbits were kept)", ha="center",
+                va="center", transform=ax.transAxes, fontsize=8)
+        return
+    ax.plot(*plane(c["true"]), color="0.6", lw=0.4)
+    for i, x in enumerate(c["gen"]):
+        rec = next(r for r in recs if r["setting"] == arm and r["member"] == i)
+        if rec["diverged"] or not np.all(np.isfinite(x)):
+            continue
+        ax.plot(*plane(x), lw=0.3, color=f"C{i}", alpha=0.8)
+    lim = 1.5 * np.max(np.abs(c["true"][:, [0, 2] if not EMBEDDING[obs] else [0]]))
+    ax.set(xlim=(-lim, lim), ylim=(-lim, lim))
+    ax.set_title(f"E ({obs}, {arm}): generated orbits", fontsize=9)
+    ax.set_xlabel("x_t" if EMBEDDING[obs] else "x", fontsize=8)
+    ax.set_ylabel("x_{t-10}" if EMBEDDING[obs] else "z", fontsize=8)
 
 
 def _band(ax, y, label, color, log=True):
@@ -83,13 +111,17 @@ def _band(ax, y, label, color, log=True):
 
 def plot(results, path):
     plt = F.pyplot()
-    fig, axes = plt.subplots(len(results), 4, figsize=(17, 3.75 * len(results)), squeeze=False)
+    n_arms = max(len(results[obs][1]) for obs in results)
+    fig, axes = plt.subplots(len(results), 4 + n_arms, figsize=(17 + 3.6 * n_arms,
+                                                                3.75 * len(results)),
+                             squeeze=False)  # fmt: skip
     for row, obs in enumerate(results):
         recs = [r for r in results[obs][0]]
         for j, arm in enumerate(results[obs][1]):
             c = results[obs][1][arm]
             _band(axes[row, 0], c["loss"], arm, f"C{j}")
             _band(axes[row, 1], c["iters"], arm, f"C{j}")
+            _orbit_panel(axes[row, 4 + j], c, obs, arm, recs)
         F.panel(axes[row, 2], recs, "D", log_x=False, color="C0")
         axes[row, 2].set_yscale("log")
         arms = list(results[obs][1])
