@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -130,7 +131,10 @@ def _entry(kernel, A, b, full, combine, stored):
     order = split_order(n)
     if full:
         if stored:
-            return kernel(A, b, full, combine, True)
+            # The barrier keeps XLA from moving the halves' slices in front of the reshape
+            # that made A (T, M, M) (DEER's Jacobians come from a (T, M²) matmul): a slice of
+            # that reshape is not fused into the combine, so one half was copied every level.
+            return kernel(jax.lax.optimization_barrier(A), b, full, combine, True)
         A, b = jnp.take(A, order, axis=0), jnp.take(b, order, axis=0)
         return jnp.take(kernel(A, b, full, combine, True), np.argsort(order), axis=0)
     if not stored:
