@@ -109,6 +109,31 @@ def _band(ax, y, label, color, log=True):
         ax.set_yscale("log")
 
 
+def plot_orbits(results, path):
+    """Every member's generated orbit (colour) over the test orbit (grey), one panel each:
+    rows are (observation, arm), columns members, titled with the member's D."""
+    rows = [(obs, arm) for obs in results for arm in results[obs][1]
+            if "gen" in results[obs][1][arm]]  # fmt: skip
+    if not rows:
+        return
+    K = max(len(results[obs][1][arm]["gen"]) for obs, arm in rows)
+    plt = F.pyplot()
+    fig, axes = plt.subplots(len(rows), K, figsize=(2.6 * K, 2.6 * len(rows)), squeeze=False)
+    for r, (obs, arm) in enumerate(rows):
+        c = results[obs][1][arm]
+        recs = [x for x in results[obs][0] if x["setting"] == arm]
+        for i in range(K):
+            ax = axes[r, i]
+            one = dict(c, gen=c["gen"][i:i + 1])
+            _orbit_panel(ax, one, obs, arm, [dict(x, member=0) for x in recs
+                                             if x["member"] == i])  # fmt: skip
+            rec = next(x for x in recs if x["member"] == i)
+            ax.set_title(f"{obs} {arm}, member {i}: D {F.fmt(rec['D'])}", fontsize=8)
+            ax.tick_params(labelsize=7)
+    fig.suptitle("generated orbits (colour) over the test orbit (grey)", fontsize=9)
+    F.save_figure(fig, path)
+
+
 def plot(results, path):
     plt = F.pyplot()
     n_arms = max(len(results[obs][1]) for obs in results)
@@ -179,6 +204,7 @@ def main(argv=None):
                     measure="D = D_stsp (FO) or D_stsp^DE (PO)")
     js = F.write(args.out, "fig2_jacobians", settings, records, summary, t_start)
     plot(results, js[:-5] + ".png")
+    plot_orbits(results, js[:-5] + "_orbits.png")
     print(f"saved {js} ({time.perf_counter() - t_start:.0f} s)")
     return records
 
