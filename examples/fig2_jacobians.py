@@ -72,8 +72,15 @@ def run_arm(obs, arm, s, ds, test, key, checkpoint=None):
     return records, curves
 
 
-def _orbit_panel(ax, c, obs, arm, recs):
-    """The generated orbits of every member over the test orbit (grey), in the plane the
+def _bounded(c, recs, arm):
+    """`(member, orbit)` of every member of `arm` whose free run stayed bounded."""
+    return [(i, x) for i, x in enumerate(c["gen"])
+            if not next(r for r in recs if r["setting"] == arm and r["member"] == i)["diverged"]
+            and np.all(np.isfinite(x))]  # fmt: skip
+
+
+def _orbit_panel(ax, true, orbits, obs):
+    """`orbits` (`(member, orbit)` pairs) over the test orbit (grey), in the plane the
     measure sees: (x, z) for FO, the delay embedding (x_t, x_{t-10}) for PO."""
     def plane(x):
         if EMBEDDING[obs]:
@@ -81,19 +88,11 @@ def _orbit_panel(ax, c, obs, arm, recs):
             return x[tau:, 0], x[:-tau, 0]
         return x[:, 0], x[:, 2]
 
-    if "gen" not in c:
-        ax.text(0.5, 0.5, "no orbits stored\n(run before orbits were kept)", ha="center",
-                va="center", transform=ax.transAxes, fontsize=8)
-        return
-    ax.plot(*plane(c["true"]), color="0.6", lw=0.4)
-    for i, x in enumerate(c["gen"]):
-        rec = next(r for r in recs if r["setting"] == arm and r["member"] == i)
-        if rec["diverged"] or not np.all(np.isfinite(x)):
-            continue
+    ax.plot(*plane(true), color="0.6", lw=0.4)
+    for i, x in orbits:
         ax.plot(*plane(x), lw=0.3, color=f"C{i}", alpha=0.8)
-    lim = 1.5 * np.max(np.abs(c["true"][:, [0, 2] if not EMBEDDING[obs] else [0]]))
+    lim = 1.5 * np.max(np.abs(true[:, [0, 2] if not EMBEDDING[obs] else [0]]))
     ax.set(xlim=(-lim, lim), ylim=(-lim, lim))
-    ax.set_title(f"E ({obs}, {arm}): generated orbits", fontsize=9)
     ax.set_xlabel("x_t" if EMBEDDING[obs] else "x", fontsize=8)
     ax.set_ylabel("x_{t-10}" if EMBEDDING[obs] else "z", fontsize=8)
 
@@ -124,9 +123,7 @@ def plot_orbits(results, path):
         recs = [x for x in results[obs][0] if x["setting"] == arm]
         for i in range(K):
             ax = axes[r, i]
-            one = dict(c, gen=c["gen"][i:i + 1])
-            _orbit_panel(ax, one, obs, arm, [dict(x, member=0) for x in recs
-                                             if x["member"] == i])  # fmt: skip
+            _orbit_panel(ax, c["true"], [o for o in _bounded(c, recs, arm) if o[0] == i], obs)
             rec = next(x for x in recs if x["member"] == i)
             ax.set_title(f"{obs} {arm}, member {i}: D {F.fmt(rec['D'])}", fontsize=8)
             ax.tick_params(labelsize=7)
@@ -146,7 +143,13 @@ def plot(results, path):
             c = results[obs][1][arm]
             _band(axes[row, 0], c["loss"], arm, f"C{j}")
             _band(axes[row, 1], c["iters"], arm, f"C{j}")
-            _orbit_panel(axes[row, 4 + j], c, obs, arm, recs)
+            ax = axes[row, 4 + j]
+            if "gen" in c:
+                _orbit_panel(ax, c["true"], _bounded(c, recs, arm), obs)
+                ax.set_title(f"E ({obs}, {arm}): generated orbits", fontsize=9)
+            else:
+                ax.text(0.5, 0.5, "no orbits stored\n(run before orbits were kept)",
+                        ha="center", va="center", transform=ax.transAxes, fontsize=8)
         F.panel(axes[row, 2], recs, "D", log_x=False, color="C0")
         axes[row, 2].set_yscale("log")
         arms = list(results[obs][1])
