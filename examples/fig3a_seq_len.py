@@ -117,9 +117,10 @@ def run_setting(system, spec, T, s, ds, key, test, emb, checkpoint=None):
     return records, x_gen, z_gen
 
 
-def _trained(system, spec, T, s, ds, key, test, emb):
+def _trained(system, spec, T, s, ds, key, test, emb, checkpoint=None):
     """The records of one setting and the free run of its median member."""
-    recs, x_gen, z_gen = run_setting(system, spec, T, s, ds, key, test, emb)
+    recs, x_gen, z_gen = run_setting(system, spec, T, s, ds, key, test, emb,
+                                     checkpoint=checkpoint)
     med = int(np.argsort([r["D_stsp_DE"] for r in recs])[len(recs) // 2])
     return recs, {"x": x_gen[med], "z": z_gen[med], "member": np.asarray(med)}
 

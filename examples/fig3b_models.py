@@ -67,8 +67,8 @@ def run_model(name, s, ds, test, emb, key, checkpoint=None):
     return records, (x_gen[med], med)
 
 
-def _trained(name, s, ds, test, emb, key):
-    recs, (x, med) = run_model(name, s, ds, test, emb, key)
+def _trained(name, s, ds, test, emb, key, checkpoint=None):
+    recs, (x, med) = run_model(name, s, ds, test, emb, key, checkpoint=checkpoint)
     return recs, {"x": x, "member": np.asarray(med)}
 
 
