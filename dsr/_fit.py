@@ -121,6 +121,11 @@ def _result(trainer: Trainer, interrupted: bool) -> FitResult:
     if skipped:
         warnings.warn(f"{skipped} of {hist['applied'].size} member updates were skipped "
                       "(non-finite loss or gradient).", stacklevel=3)
+    raised = int(np.sum(hist["alpha_raised"])) if hist["alpha_raised"].size else 0
+    if raised:
+        warnings.warn(f"alpha was raised by 0.05 {raised} time(s) after {p.settings['max_failures']} "
+                      "consecutive batches whose parallel solve failed (history['alpha_raised']); "
+                      f"final alpha {np.round(alpha.astype(float), 3).tolist()}.", stacklevel=3)
     one = (lambda a: a) if p.is_ensemble else (lambda a: a[0])  # noqa: E731
     return FitResult(model=trainer.current_model(), history=hist, settings=p.settings,
                      alpha=one(alpha.astype(float)) if p.is_ensemble else float(alpha[0]),

@@ -178,3 +178,13 @@ def test_auto_solver_choice():
     assert isinstance(resolve_solver("auto", 16, "cpu"), dsr.Sequential)
     assert isinstance(resolve_solver("auto", 64, "gpu"), dsr.DEER)
     assert resolve_solver("quasi", 10).jacobian == "diag"
+
+
+def test_raising_alpha_after_failed_solves_warns():
+    """`max_failures` failed parallel solves in a row raise α by 0.05, and fit says so."""
+    model = dsr.ShPLRNN(3, 3, 20, key=jax.random.key(0))
+    with pytest.warns(UserWarning, match="alpha was raised by 0.05"):
+        res = dsr.fit(model, X.astype(np.float32), 0.1, steps=4, max_failures=1,
+                      solver=dsr.DEER(max_iter=2, tol=1e-30), monitor_every=0,
+                      key=jax.random.key(1), **KW)
+    assert res.history["alpha_raised"].any() and res.alpha > 0.1
