@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-all venv bench clean
+.PHONY: demo test test-slow test-all venv bench clean
 
 venv: $(STAMP)
 
@@ -21,7 +21,17 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -n 2
 
-test-all: $(STAMP)
+# The slow suite also runs the comparison (`compare` group) and the site test in headless
+# Chromium (`site` group; Debian's chromium, which .ci/run installs).
+SLOW_STAMP := $(VENV)/.installed-slow
+$(SLOW_STAMP): $(STAMP)
+	$(BIN)/python -m pip install -q -e ".[test,docs,site,compare]"
+	touch $(SLOW_STAMP)
+
+test-slow: $(SLOW_STAMP)
+	$(BIN)/python -m pytest -n 2 -m slow
+
+test-all: $(SLOW_STAMP)
 	$(BIN)/python -m pytest -n 2 -m ""
 
 bench: $(STAMP)

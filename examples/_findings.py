@@ -27,6 +27,7 @@ from examples._common import json_default, pyplot, write_json
 __all__ = ["pyplot", "state_space_divergence"]  # used by the scripts through this module
 
 MODES = ("quick", "cpu", "paper")
+_REDRAW = [False]  # set by `settings(args, ...)`: `cached` then never trains
 
 
 def parser(name: str, doc: str) -> argparse.ArgumentParser:
@@ -39,6 +40,9 @@ def parser(name: str, doc: str) -> argparse.ArgumentParser:
     p.add_argument("--members", type=int, default=None, help="members K per setting")
     p.add_argument("--steps", type=int, default=None, help="updates per member")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--redraw", action="store_true",
+                   help="redraw the tables and pictures from the records kept under --out "
+                        "(parts/) without training; fails naming the first setting not kept")
     return p
 
 
@@ -61,6 +65,9 @@ def cached(out: str, tag: str, settings: dict, compute: Callable[..., tuple[list
         if saved.get("settings_sha256") == digest.hexdigest():
             with np.load(stem + ".npz") as z:
                 return saved["records"], {k: z[k] for k in z.files}
+    if _REDRAW[0]:
+        raise SystemExit(f"--redraw: no record of setting {tag!r} with these settings under "
+                         f"{os.path.join(out, 'parts')} (run without --redraw to train it)")
     os.makedirs(os.path.dirname(stem), exist_ok=True)
     checkpoint = f"{stem}.{digest.hexdigest()[:12]}.ckpt"
     records, arrays = compute(*args, checkpoint=checkpoint)
@@ -78,6 +85,7 @@ def cached(out: str, tag: str, settings: dict, compute: Callable[..., tuple[list
 
 def settings(args, table: dict) -> dict:
     """The mode's settings from `table`, with `--members` and `--steps` applied."""
+    _REDRAW[0] = bool(getattr(args, "redraw", False))
     s = dict(table[mode(args)])
     s["K"] = args.members or s["K"]
     s["steps"] = args.steps or s["steps"]

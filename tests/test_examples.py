@@ -110,3 +110,11 @@ def test_quick_run_writes_one_record_per_member(name, tmp_path):
     for g in groups:
         assert sorted(r["member"] for r in records if (r["system"], r["setting"]) == g) == \
             list(range(s["K"]))
+    # the kept records redraw the table and picture without training
+    png = tmp_path / f"{name}.png"
+    png.unlink()
+    mod.main(["--quick", "--out", str(tmp_path), "--redraw"])
+    again = json.loads((tmp_path / f"{name}.json").read_text())
+    assert again["records"] == records and png.stat().st_size > 0
+    with pytest.raises(SystemExit, match="--redraw: no record"):
+        mod.main(["--quick", "--out", str(tmp_path / "empty"), "--redraw"])

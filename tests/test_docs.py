@@ -1,0 +1,129 @@
+"""The documentation cannot rot: its Python blocks run and its command lines exist.
+
+The rules a page follows are in `tests/_markdown.py` (and docs/internals.md)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import _markdown as md
+
+# Runs one page's blocks in order in one namespace; a traceback names the page and its line.
+RUNNER = textwrap.dedent("""
+    import json, sys
+    ns = {"__name__": "__main__"}
+    for path, line, code in json.load(open(sys.argv[1])):
+        print(f"--- {path}:{line}", flush=True)
+        exec(compile("\\n" * (line - 1) + code, path, "exec"), ns)
+""")
+
+# `--help` of every shown command, in one process: {key: [exit code, text]}.
+HELPS = textwrap.dedent("""
+    import contextlib, io, json, runpy, sys
+    out, (spec, result) = {}, sys.argv[1:3]
+    for key, module, argv in json.load(open(spec)):
+        buf = io.StringIO()
+        sys.argv = [module] + argv
+        code = 0
+        with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf):
+            try:
+                runpy.run_module(module, run_name="__main__", alter_sys=True)
+            except SystemExit as e:
+                code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+            except Exception as e:
+                code, _ = 1, buf.write(repr(e))
+        out[key] = [code, buf.getvalue()]
+    json.dump(out, open(result, "w"))
+""")
+
+
+def _env():
+    env = dict(os.environ, MPLBACKEND="Agg", PYTHONPATH=str(md.ROOT))
+    env.pop("XLA_FLAGS", None)
+    return env
+
+
+def _page_param(page, blocks, slow):
+    name = str(page.relative_to(md.ROOT))
+    return pytest.param(name, blocks, id=name, marks=[pytest.mark.slow] if slow else [])
+
+
+@pytest.mark.parametrize("name,blocks", [_page_param(*p) for p in md.python_pages()])
+def test_python_blocks_of_page_run(name, blocks, tmp_path):
+    spec = tmp_path / "blocks.json"
+    spec.write_text(json.dumps([[str(b.path), b.line, b.code] for b in blocks]))
+    work = tmp_path / "work"
+    work.mkdir()
+    proc = subprocess.run([sys.executable, "-c", RUNNER, str(spec)], cwd=work, env=_env(),
+                          capture_output=True, text=True, timeout=1800)
+    assert proc.returncode == 0, f"a Python block of {name} failed:\n{proc.stdout[-3000:]}\n" \
+                                 f"{proc.stderr[-6000:]}"
+
+
+def test_every_page_is_checked():
+    """The collector finds the README's blocks (guards against a parser that finds nothing)."""
+    readme = md.blocks(md.ROOT / "README.md")
+    assert any(b.lang in md.SHELL and "make test" in b.code for b in readme)
+    assert any(b.lang == "python" for b in readme)
+
+
+def test_marker_rules(tmp_path):
+    page = tmp_path / "p.md"
+    page.write_text("<!-- docs-test: slow | n=1000 => n=3 -->\n```python\nx = [0] * n=1000\n```\n")
+    (b,) = md.blocks(page)
+    assert b.slow and b.code == "x = [0] * n=3" and b.line == 3
+    page.write_text("<!-- docs-test: slow | absent => 1 -->\n```python\nx = 1\n```\n")
+    with pytest.raises(ValueError, match="not in the block"):
+        md.blocks(page)
+    page.write_text("<!-- docs-test: skip -->\n```python\nx = 1\n```\n")
+    with pytest.raises(ValueError, match="starts with 'slow'"):
+        md.blocks(page)
+
+
+def _help_argv(cmd: md.Command) -> list[list[str]]:
+    """`[SUB, --help]` for the first positional word (a subcommand, if the module has one),
+    then plain `--help`."""
+    pos = next((a for a in cmd.args if not a.startswith("-")), None)
+    return ([[pos, "--help"]] if pos else []) + [["--help"]]
+
+
+def test_shown_commands_exist(tmp_path):
+    cmds = md.commands()
+    assert cmds, "no command found in the docs"
+    targets = set(re.findall(r"^([\w-]+):", (md.ROOT / "Makefile").read_text(), re.M))
+    jobs = {}
+    for c in cmds:
+        if c.module is not None:
+            for argv in _help_argv(c):
+                jobs[json.dumps([c.module, argv])] = (c.module, argv)
+    spec, result = tmp_path / "helps.json", tmp_path / "out.json"
+    spec.write_text(json.dumps([[k, m, a] for k, (m, a) in jobs.items()]))
+    subprocess.run([sys.executable, "-c", HELPS, str(spec), str(result)], cwd=md.ROOT,
+                   env=_env(), check=True, timeout=900)
+    helps = json.loads(result.read_text())
+    bad = []
+    for c in cmds:
+        if c.module is None:
+            if c.args and c.args[0] not in targets:
+                bad.append(f"{c.where}: `make {c.args[0]}` is not a Makefile target")
+            continue
+        answers = [helps[json.dumps([c.module, a])] for a in _help_argv(c)]
+        text = next((t for code, t in answers if code == 0 and "usage" in t.lower()), None)
+        if text is None:
+            bad.append(f"{c.where}: `python -m {c.module} ... --help` failed: "
+                       f"{answers[-1][1][-500:]}")
+            continue
+        for a in c.args:
+            flag = a.split("=", 1)[0]
+            if flag.startswith("--") and not re.search(rf"(?<![\w-]){re.escape(flag)}(?![\w-])",
+                                                       text):
+                bad.append(f"{c.where}: `{c.line}` shows {flag}, which "
+                           f"`python -m {c.module}` does not have")
+    assert not bad, "\n".join(bad)
