@@ -77,6 +77,7 @@ def test_every_page_loads_cleanly(site, browser):
         errors = []
         page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
         page.on("pageerror", lambda e: errors.append(str(e)))
+        page.on("requestfailed", lambda r: errors.append(f"request failed: {r.url}"))
         page.goto(url + rel.removesuffix("index.html"), wait_until="networkidle")
         problems += [f"{rel}: console error {e}" for e in errors]
         for src, ok in page.eval_on_selector_all(
@@ -96,10 +97,10 @@ def test_every_page_loads_cleanly(site, browser):
 
 def test_search_finds_fit(site, browser):
     _, url = site
-    page = browser.new_page()
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
     page.goto(url, wait_until="networkidle")
-    page.click("label.md-search__icon, label[for='__search']", timeout=10_000)
-    page.fill("input.md-search__input", "fit")
+    page.click("input.md-search__input", timeout=10_000)  # in the header at 1280 px
+    page.locator("input.md-search__input").press_sequentially("fit", delay=50)  # as typed
     page.wait_for_selector(".md-search-result__item", timeout=20_000)
     titles = page.eval_on_selector_all(".md-search-result__item",
                                        "els => els.map(e => e.innerText)")
