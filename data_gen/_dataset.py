@@ -2,7 +2,7 @@
 
 ``save`` writes both through `dsr`'s atomic writer (temporary file in the target folder, fsync,
 rename, permissions 0644 less the umask), so an interrupted write never leaves a file that
-:func:`load` accepts and the same data set always gives the same bytes.
+`load` accepts and the same data set always gives the same bytes.
 """
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ class Dataset:
         """Write ``path`` (``.npz``: arrays + metadata JSON) and a readable ``.json`` sidecar.
 
         Both files are written atomically (``dsr``'s `atomic_write`), so an interrupted write
-        never leaves a file that :func:`load` accepts. An existing file is replaced. Returns the
+        never leaves a file that [`data_gen.load`][] accepts. An existing file is replaced. Returns the
         ``.npz`` path (``.npz`` is appended to ``path`` if it has another suffix).
         """
         path = check_path("path", path)
@@ -125,7 +125,7 @@ def _write_npz(f, arrays):
 
 
 def load(path) -> Dataset:
-    """Read a data set written by :meth:`Dataset.save` (exact round trip).
+    """Read a data set written by [`data_gen.Dataset.save`][] (exact round trip).
 
     Raises ``FileNotFoundError`` for a missing file and ``dsr.FileFormatError`` (a
     ``ValueError``) naming the file for anything that is not a data_gen data set.

@@ -57,7 +57,7 @@ def resolve_system(system, params):
 
 
 def initial_conditions(system: str, n: int, *, seed=0, **params) -> np.ndarray:
-    """``n`` random initial states ``(n, D)`` from the system's sampler (as :func:`generate`)."""
+    """``n`` random initial states ``(n, D)`` from the system's sampler (as [`data_gen.generate`][])."""
     if callable(system):
         raise ArgumentTypeError("`system`: initial_conditions needs a registered system name.")
     _, p, s = resolve_system(system, params)
@@ -74,7 +74,7 @@ def trajectories(
 
     ``system``: a registered name (``params`` override its parameters, ``preset=`` for the
     systems with presets) or a vector field ``f(t, x, args)`` (``args`` passed through).
-    ``x0s``: (B, D), e.g. from :func:`initial_conditions`; ``t0``: scalar or (B,). Returns
+    ``x0s``: (B, D), e.g. from [`data_gen.initial_conditions`][]; ``t0``: scalar or (B,). Returns
     ``(B, n_steps, D)``, sample k at time ``t0 + (transient + k)·dt``.
     """
     field, p, s = resolve_system(system, params)

@@ -96,7 +96,7 @@ def max_lyapunov(step: Callable[[Array], Array], jacobian: Callable[[Array], Arr
                  n_transient: int = 1000) -> Float[Array, ""]:
     """Largest Lyapunov exponent of a discrete map (one renormalised tangent vector).
 
-    Same arguments as [`lyapunov_spectrum`][]; the tangent vector starts along
+    Same arguments as [`dsr.metrics.lyapunov_spectrum`][]; the tangent vector starts along
     `(1, 1, ..., 1)/sqrt(M)`. Returns a scalar per unit time.
     """
     n_steps, n_transient, dt = _check_counts(n_steps, n_transient, dt)
