@@ -23,8 +23,10 @@ _CHUNK = 100  # optimizer steps per compiled `lax.scan` (and per progress-bar up
 
 
 class TrainResult(NamedTuple):
-    """What `train` returns: the trained `model`, the per-step training `loss` (½ MSE on
-    that step's batch, NumPy `(steps,)`), the `settings` used and the wall time `train_s`."""
+    """What [`dsr.icl.train`][] returns.
+
+    **Attributes:** the trained `model`, the per-step training `loss` (½ MSE on that step's
+    batch, NumPy `(steps,)`), the `settings` used and the wall time `train_s`."""
 
     model: LinearSelfAttention
     loss: np.ndarray

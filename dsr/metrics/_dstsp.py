@@ -61,7 +61,7 @@ MIN_SAMPLES = 10
 class StateSpaceDivergence(eqx.Module):
     """Result of [`dsr.metrics.state_space_divergence`][]: unpacks as `value, stderr = result`.
 
-    **Fields:**
+    **Attributes:**
 
     - `value`: the estimate of $D_{stsp}$ (nats); `inf` for a diverged generated orbit.
     - `stderr`: total standard error of `value` as an estimate of $\\mathrm{KL}(\\hat p\\|\\hat q)$:
