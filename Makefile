@@ -3,8 +3,9 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+DOCS_STAMP := $(VENV)/.docs-installed
 
-.PHONY: demo test test-slow test-all venv bench clean
+.PHONY: demo test test-slow test-all venv bench docs clean
 
 venv: $(STAMP)
 
@@ -38,5 +39,15 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.runtime --quick --out results/runtime
 	$(BIN)/python -m benchmarks.scan --quick --out results/scan
 
+# The documentation site (mkdocs-material + mkdocstrings), built into site/; --strict turns a
+# broken link or an unresolved reference into an error.
+$(DOCS_STAMP): $(STAMP)
+	$(BIN)/python -c "import mkdocs, material, mkdocstrings_handlers.python" 2>/dev/null \
+	    || $(BIN)/python -m pip install -q -e ".[docs]"
+	touch $(DOCS_STAMP)
+
+docs: $(DOCS_STAMP)
+	$(BIN)/python -m mkdocs build --strict -d site
+
 clean:
-	rm -rf $(VENV) results .pytest_cache
+	rm -rf $(VENV) results .pytest_cache site

@@ -2,7 +2,7 @@
 
 ``save`` writes both through `dsr`'s atomic writer (temporary file in the target folder, fsync,
 rename, permissions 0644 less the umask), so an interrupted write never leaves a file that
-:func:`load` accepts and the same data set always gives the same bytes.
+`load` accepts and the same data set always gives the same bytes.
 """
 
 from __future__ import annotations
@@ -69,12 +69,16 @@ def writable_folder(folder, name) -> Path:
 
 @dataclasses.dataclass(eq=False)
 class Dataset:
-    """A generated data set.
+    """A generated data set: a train and a test trajectory with their metadata.
 
-    ``train`` / ``test``: arrays ``(T, N)`` (``(B, T, N)`` for batched sets such as ``lds``),
-    standardized unless ``meta["standardized"]`` is False; ``dt``: sampling step; ``meta``: JSON
-    metadata (system, params, dt, seed, noise, x0, t0, transient, mean, std, solver, rtol, atol,
-    version, ...); ``arrays``: optional extra arrays (e.g. the LDS matrices), saved alongside.
+    **Arguments:**
+
+    - `train`, `test`: arrays `(T, N)` (`(B, T, N)` for batched sets such as `lds`),
+      standardized unless `meta["standardized"]` is False.
+    - `dt`: the sampling step.
+    - `meta`: JSON metadata (system, params, dt, seed, noise, x0, t0, transient, mean, std,
+      solver, rtol, atol, version, ...).
+    - `arrays`: optional extra arrays (e.g. the LDS matrices), saved alongside.
     """
 
     train: np.ndarray
@@ -84,17 +88,22 @@ class Dataset:
     arrays: dict = dataclasses.field(default_factory=dict)
 
     def destandardize(self, x):
-        """Undo the standardization: ``x * std + mean`` (float64)."""
+        """Undo the standardization: `x * std + mean` (float64)."""
         return np.asarray(x, np.float64) * np.asarray(self.meta["std"]) + np.asarray(
             self.meta["mean"]
         )
 
     def save(self, path) -> Path:
-        """Write ``path`` (``.npz``: arrays + metadata JSON) and a readable ``.json`` sidecar.
+        """Write `path` (`.npz`: arrays + metadata JSON) and a readable `.json` sidecar.
 
-        Both files are written atomically (``dsr``'s `atomic_write`), so an interrupted write
-        never leaves a file that :func:`load` accepts. An existing file is replaced. Returns the
-        ``.npz`` path (``.npz`` is appended to ``path`` if it has another suffix).
+        Both files are written atomically (`dsr`'s `atomic_write`), so an interrupted write
+        never leaves a file that [`data_gen.load`][] accepts. An existing file is replaced.
+
+        **Arguments:**
+
+        - `path`: the file; `.npz` is appended if it has another suffix.
+
+        **Returns:** the `.npz` path.
         """
         path = check_path("path", path)
         if path.suffix != ".npz":
@@ -125,10 +134,16 @@ def _write_npz(f, arrays):
 
 
 def load(path) -> Dataset:
-    """Read a data set written by :meth:`Dataset.save` (exact round trip).
+    """Read a data set written by [`data_gen.Dataset.save`][] (exact round trip).
 
-    Raises ``FileNotFoundError`` for a missing file and ``dsr.FileFormatError`` (a
-    ``ValueError``) naming the file for anything that is not a data_gen data set.
+    **Arguments:**
+
+    - `path`: the `.npz` file.
+
+    **Returns:** the [`data_gen.Dataset`][].
+
+    Raises `FileNotFoundError` for a missing file and `dsr.FileFormatError` (a `ValueError`)
+    naming the file for anything that is not a data_gen data set.
     """
     path = check_path("path", path)
     try:

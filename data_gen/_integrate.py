@@ -72,12 +72,22 @@ def integrate(
     field, x0s, t0s, *, n_steps, dt, args=None, transient=0, solver="tsit5",
     rtol=1e-8, atol=1e-10, max_steps=None, progress=False,
 ) -> np.ndarray:  # fmt: skip
-    """Integrate ``dx/dt = field(t, x, args)`` from each ``(x0s[b], t0s[b])`` in float64.
+    """Integrate `dx/dt = field(t, x, args)` from each `(x0s[b], t0s[b])` in float64.
 
-    Samples ``x(t0 + k·dt)`` for ``k = transient … transient + n_steps − 1``; returns a NumPy
-    float64 array ``(B, n_steps, D)``. The batch is vmapped over one diffrax solve; float64 is
-    switched on only inside this call (``jax.enable_x64``), global JAX config is left untouched.
-    All arguments are checked before anything is compiled.
+    The batch is vmapped over one diffrax solve; float64 is switched on only inside this call
+    (`jax.enable_x64`), the global JAX config is left untouched. All arguments are checked
+    before anything is compiled.
+
+    **Arguments:**
+
+    - `field`: the vector field `field(t, x, args)`; `args`: passed through.
+    - `x0s`: initial states `(B, D)`; `t0s`: start times `(B,)`.
+    - `n_steps`: kept samples; `dt`: sampling step; `transient`: samples discarded first.
+    - `solver`: `"tsit5"`, `"dopri5"` or `"dopri8"`; `rtol`, `atol`: the PID step-size
+      controller's tolerances; `max_steps`: the solver's step cap; `progress`: tqdm bar.
+
+    **Returns:** a NumPy float64 array `(B, n_steps, D)` of the samples `x(t0 + k·dt)` for
+    `k = transient … transient + n_steps − 1`.
     """
     x0s = np.asarray(check_array("x0s", x0s, ndim=2, min_len=1), np.float64)
     t0s = np.asarray(check_array("t0s", t0s, ndim=1), np.float64)

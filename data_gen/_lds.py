@@ -64,15 +64,26 @@ def lds(
     n_steps=30, *, n_sequences=1000, n_test=None, state_dim=5, obs_dim=1, rho=(0.5, 0.95),
     sigma_w=0.1, sigma_v=0.1, A=None, C=None, seed=0, standardize=False, dtype="float32",
 ) -> Dataset:  # fmt: skip
-    """Random stable linear dynamical systems: x_{t+1} = A x_t + w_t, y_t = C x_t + v_t.
+    """Random stable linear dynamical systems: `x_{t+1} = A x_t + w_t`, `y_t = C x_t + v_t`.
 
-    One system per sequence for in-context learning ("On learning linear dynamical systems in
-    context with attention layers", ICLR 2026): A = G·r/ρ(G) with G ~ N(0, 1/d) i.i.d. (a
-    centrosymmetric law, A and −A equally likely) and spectral radius r ~ U(rho); C ~ N(0, 1/d);
-    x_0 ~ N(0, I); w_t ~ N(0, σ_w² I), v_t ~ N(0, σ_v² I) (paper: T=30, d=5, scalar y). Pass
-    ``A`` (d, d) and/or ``C`` (obs_dim, d) to fix the system. ``train``/``test`` have shape
-    ``(n_sequences, n_steps, obs_dim)`` / ``(n_test, ...)``; the matrices and initial states are
-    in ``arrays`` (``A_train``, ``C_train``, ``x0_train``, and ``*_test``).
+    One system per sequence for in-context learning (Vladarean, Zhang, Sra (2026), *On
+    learning linear dynamical systems in context with attention layers*, ICLR 2026):
+    `A = G·r/ρ(G)` with `G ~ N(0, 1/d)` i.i.d. (a centrosymmetric law, A and −A equally
+    likely) and spectral radius `r ~ U(rho)`; `C ~ N(0, 1/d)`; `x_0 ~ N(0, I)`;
+    `w_t ~ N(0, σ_w² I)`, `v_t ~ N(0, σ_v² I)` (paper: T = 30, d = 5, scalar y).
+
+    **Arguments:**
+
+    - `n_steps`: T; `n_sequences`: training sequences; `n_test`: test sequences (default
+      `n_sequences // 10`).
+    - `state_dim`: d; `obs_dim`: the observation's size; `rho`: the range of the spectral
+      radius; `sigma_w`, `sigma_v`: the noise levels.
+    - `A` `(d, d)` and/or `C` `(obs_dim, d)`: fix the system.
+    - `seed`; `standardize`; `dtype`.
+
+    **Returns:** a [`data_gen.Dataset`][] whose `train` / `test` have shape
+    `(n_sequences, n_steps, obs_dim)` / `(n_test, ...)`; the matrices and initial states are
+    in `arrays` (`A_train`, `C_train`, `x0_train`, and `*_test`).
     """
     n_steps = check_int("n_steps", n_steps, 1)
     n_seq = check_int("n_sequences", n_sequences, 1)

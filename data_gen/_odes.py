@@ -58,6 +58,14 @@ def lorenz63(n_steps=100_000, *, dt=0.01, sigma=10.0, rho=28.0, beta=8 / 3, **kw
     """Lorenz-63 (Hess et al. (2026) App. F, Eq. 62): σ=10, ρ=28, β=8/3, Δt=0.01, 100,000 steps.
 
     Default transient: 1,000 steps from a random x0 (the paper states none).
+
+    **Arguments:**
+
+    - `n_steps`, `dt`: kept samples per trajectory and sampling step.
+    - `sigma`, `rho`, `beta`: the vector field's parameters.
+    - `**kw`: the common keyword arguments of the ODE data sets.
+
+    **Returns:** a [`data_gen.Dataset`][].
     """
     params = dict(sigma=sigma, rho=rho, beta=beta)
     return system_dataset("lorenz63", params, dict(kw, n_steps=n_steps, dt=dt))
@@ -77,6 +85,14 @@ def lorenz96(
 
     ``meta["preset"]`` and ``meta["forcing_period_steps"]`` (2π/ω/Δt) record them. t0 of each
     trajectory is drawn uniformly over one forcing period.
+
+    **Arguments:**
+
+    - `n_steps`, `dt`: kept samples per trajectory and sampling step.
+    - `preset`: `"paper"` or `"short_period"`; `N`, `F0`, `A`, `omega` override it.
+    - `**kw`: the common keyword arguments of the ODE data sets.
+
+    **Returns:** a [`data_gen.Dataset`][].
     """
     overrides = {k: v for k, v in dict(N=N, F0=F0, A=A, omega=omega).items() if v is not None}
     params = check_params(preset_params("lorenz96", preset, overrides))
@@ -95,14 +111,22 @@ def bursting_neuron(
     """Bursting neuron (Durstewitz 2009; Hess et al. (2026) App. F, Eqs. 64–65), state (V, n, h).
 
     Δt=0.025, 5000 time units of which the first 1000 (40,000 steps) are cut → 160,000 steps.
-    Only V and n are observed (N = 2) unless ``full_state=True`` or ``observe`` is given.
-    Presets: ``"standard"`` (τh=200, gM=25, Vh,M=−15: quiescent inter-burst gaps ≈ 3,360 steps,
-    burst period ≈ 5,920) and ``"slow"`` (the paper's Table A1 τh=1000, Vh,M=−18, with gM=30:
-    gaps ≈ 13,580 steps, period ≈ 18,800); ``meta["interburst_gap_steps"]`` holds the median gap
-    measured on the clean test trajectory. Any vector-field parameter (``C, I, g_L, E_L, g_Na,
-    E_Na, Vh_Na, k_Na, g_K, E_K, Vh_K, k_K, tau_n, g_M, Vh_M, k_M, tau_h, g_NMDA, E_NMDA``) may be
-    overridden by keyword. ``x0="paper"`` starts the train trajectory at the paper's
+    Only V and n are observed (N = 2) unless `full_state=True` or `observe` is given.
+    Presets: `"standard"` (τh=200, gM=25, Vh,M=−15: quiescent inter-burst gaps ≈ 3,360 steps,
+    burst period ≈ 5,920) and `"slow"` (the paper's Table A1 τh=1000, Vh,M=−18, with gM=30:
+    gaps ≈ 13,580 steps, period ≈ 18,800); `meta["interburst_gap_steps"]` holds the median gap
+    measured on the clean test trajectory. Any vector-field parameter (`C, I, g_L, E_L, g_Na,
+    E_Na, Vh_Na, k_Na, g_K, E_K, Vh_K, k_K, tau_n, g_M, Vh_M, k_M, tau_h, g_NMDA, E_NMDA`) may be
+    overridden by keyword. `x0="paper"` starts the train trajectory at the paper's
     (−24.4694, 0.0386, 0.0231).
+
+    **Arguments:**
+
+    - `n_steps`, `dt`: kept samples per trajectory and sampling step.
+    - `preset`: `"standard"` or `"slow"`; `full_state`: observe (V, n, h) instead of (V, n).
+    - `**kw`: vector-field parameters and the common keyword arguments of the ODE data sets.
+
+    **Returns:** a [`data_gen.Dataset`][].
     """
     check_choice("preset", preset, tuple(NEURON_PRESETS))
     params = {k: kw.pop(k) for k in list(kw) if k in NEURON_PRESETS[preset]}
@@ -140,19 +164,29 @@ def _state_sampler(x0):
 def from_vector_field(
     f: Callable, x0, *, args=None, dt, n_steps, name="custom", variables=None, **kw
 ) -> Dataset:
-    """Data set from any vector field ``f(t, x, args)`` (diffrax convention), same recipe.
+    """Data set from any vector field `f(t, x, args)` (diffrax convention), by the same recipe.
 
-    ``x0``: an array (D,) (train; the test trajectory starts from it plus a unit Gaussian
-    perturbation), (2, D) (train, test), or a callable ``rng -> (D,)`` sampling initial states
-    from a NumPy Generator. ``args``: a dict of numeric parameters passed to ``f``. ``f`` must
-    return an array of the state's shape (D,); it is checked (traced, not run) before anything
-    is integrated.
+    **Arguments:**
 
-    Example::
+    - `f`: the vector field; it must return an array of the state's shape `(D,)` and is
+      checked (traced, not run) before anything is integrated.
+    - `x0`: an array `(D,)` (train; the test trajectory starts from it plus a unit Gaussian
+      perturbation), `(2, D)` (train, test), or a callable `rng -> (D,)` sampling initial
+      states from a NumPy Generator.
+    - `args`: a dict of numeric parameters passed to `f`.
+    - `dt`, `n_steps`: sampling step and kept samples per trajectory.
+    - `name`: the data set's name in its metadata; `variables`: names of the state variables.
+    - `**kw`: the common keyword arguments of the ODE data sets.
 
-        def duffing(t, x, p):
-            return jnp.stack([x[1], -p["d"] * x[1] + x[0] - x[0] ** 3])
-        ds = data_gen.from_vector_field(duffing, [1.0, 0.0], args={"d": 0.2}, dt=0.05, n_steps=5000)
+    **Returns:** a [`data_gen.Dataset`][].
+
+    Example:
+
+    ```python
+    def duffing(t, x, p):
+        return jnp.stack([x[1], -p["d"] * x[1] + x[0] - x[0] ** 3])
+    ds = data_gen.from_vector_field(duffing, [1.0, 0.0], args={"d": 0.2}, dt=0.05, n_steps=5000)
+    ```
     """
     if not callable(f):
         raise ArgumentTypeError(f"`f` must be a callable f(t, x, args); got {type(f).__name__}.")

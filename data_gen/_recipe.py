@@ -22,15 +22,20 @@ from ._integrate import SOLVERS, integrate
 LONG_RUN = 50_000  # progress bar by default from this many integrated steps on
 
 COMMON_DOC = """
-    Common keyword arguments: ``n_steps`` (kept samples per trajectory), ``dt``, ``transient``
-    (samples integrated and discarded before the kept ones), ``seed`` (initial conditions, start
-    times and noise), ``noise`` (train noise std as a fraction of the clean per-variable std,
-    paper 0.05; the test trajectory stays clean), ``x0`` ((D,) for train or (2, D) for train and
-    test; default: sampled), ``t0`` (scalar or pair), ``observe`` (indices or names of the observed
-    variables), ``standardize`` (per variable with the clean train statistics), ``dtype``
-    (default float32), ``solver`` ("tsit5", "dopri5", "dopri8"), ``rtol``/``atol`` (PID step-size
-    controller, default 1e-8/1e-10, integration in float64), ``max_steps``, ``progress`` (tqdm
-    bar; default on for runs of >= 50,000 steps).
+    **Common keyword arguments** (every ODE data set):
+
+    - `n_steps`: kept samples per trajectory; `dt`: sampling step; `transient`: samples
+      integrated and discarded before the kept ones.
+    - `seed`: initial conditions, start times and noise.
+    - `noise`: train noise std as a fraction of the clean per-variable std (paper 0.05; the
+      test trajectory stays clean).
+    - `x0`: `(D,)` for train or `(2, D)` for train and test (default: sampled); `t0`: scalar
+      or pair.
+    - `observe`: indices or names of the observed variables.
+    - `standardize`: per variable with the clean train statistics; `dtype`: default float32.
+    - `solver`: `"tsit5"`, `"dopri5"` or `"dopri8"`; `rtol` / `atol`: the PID step-size
+      controller's tolerances (default 1e-8 / 1e-10; integration in float64); `max_steps`.
+    - `progress`: tqdm bar (default: on for runs of ≥ 50,000 steps).
 """
 
 OPTIONS = {"n_steps", "dt", "transient", "x0", "t0", "observe", "seed", "noise", "standardize",

@@ -23,8 +23,13 @@ GENERATORS = {
 def generate(name: str, **params) -> Dataset:
     """Generate the named benchmark data set (paper defaults, Hess et al. (2026) App. F).
 
-    ``name``: one of ``GENERATORS``; ``params`` override the defaults (e.g. ``preset=``,
-    ``n_steps=``, ``seed=``, vector-field parameters).
+    **Arguments:**
+
+    - `name`: one of `GENERATORS` (`"lorenz63"`, `"lorenz96"`, `"bursting_neuron"`, `"lds"`).
+    - `**params`: override the defaults (e.g. `preset=`, `n_steps=`, `seed=`, vector-field
+      parameters), as the named function (`data_gen.lorenz96(...)`, ...) takes them.
+
+    **Returns:** a [`data_gen.Dataset`][].
     """
     if not isinstance(name, str):
         raise ArgumentTypeError(f"`name` must be a system name (str); got {name!r}.")
@@ -57,7 +62,15 @@ def resolve_system(system, params):
 
 
 def initial_conditions(system: str, n: int, *, seed=0, **params) -> np.ndarray:
-    """``n`` random initial states ``(n, D)`` from the system's sampler (as :func:`generate`)."""
+    """`n` random initial states from the system's sampler (the one [`data_gen.generate`][] uses).
+
+    **Arguments:**
+
+    - `system`: a registered system name; `**params` override its parameters (`preset=`).
+    - `n`: how many; `seed`: the NumPy seed.
+
+    **Returns:** a NumPy array `(n, D)`.
+    """
     if callable(system):
         raise ArgumentTypeError("`system`: initial_conditions needs a registered system name.")
     _, p, s = resolve_system(system, params)
@@ -72,10 +85,17 @@ def trajectories(
 ) -> np.ndarray:  # fmt: skip
     """Many raw (clean, full-state, float64) trajectories at once, vmapped over one diffrax solve.
 
-    ``system``: a registered name (``params`` override its parameters, ``preset=`` for the
-    systems with presets) or a vector field ``f(t, x, args)`` (``args`` passed through).
-    ``x0s``: (B, D), e.g. from :func:`initial_conditions`; ``t0``: scalar or (B,). Returns
-    ``(B, n_steps, D)``, sample k at time ``t0 + (transient + k)·dt``.
+    **Arguments:**
+
+    - `system`: a registered name (`**params` override its parameters, `preset=` for the
+      systems with presets) or a vector field `f(t, x, args)` (`args` passed through; then
+      `dt` is required).
+    - `x0s`: initial states `(B, D)`, e.g. from [`data_gen.initial_conditions`][].
+    - `n_steps`: kept samples per trajectory; `transient`: samples integrated and discarded
+      first; `dt`: sampling step (default: the system's); `t0`: scalar or `(B,)`.
+    - `solver`, `rtol`, `atol`, `max_steps`, `progress`: as in [`data_gen.integrate`][].
+
+    **Returns:** a NumPy array `(B, n_steps, D)`, sample k at time `t0 + (transient + k)·dt`.
     """
     field, p, s = resolve_system(system, params)
     x0s = np.asarray(check_array("x0s", x0s, ndim=2, min_len=1), np.float64)

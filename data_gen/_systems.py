@@ -140,11 +140,18 @@ SYSTEMS = {
 def interburst_gaps(v, *, threshold=-30.0, hysteresis=5.0, factor=5.0):
     """Quiescent gaps between bursts of a voltage trace, in samples (robust to 5% noise).
 
-    A spike is an upward crossing of ``threshold`` after the trace has been below
-    ``threshold − hysteresis``; an inter-spike interval longer than ``factor`` times the median
-    one separates two bursts. Returns ``(gaps, periods)``: the silent intervals from a burst's
-    last spike to the next burst's first spike, and the burst-onset-to-onset periods (NumPy int
-    arrays; empty for tonic spiking).
+    A spike is an upward crossing of `threshold` after the trace has been below
+    `threshold − hysteresis`; an inter-spike interval longer than `factor` times the median
+    one separates two bursts.
+
+    **Arguments:**
+
+    - `v`: the voltage trace `(T,)`.
+    - `threshold`, `hysteresis`: the spike detector; `factor`: the burst separator.
+
+    **Returns:** `(gaps, periods)`: the silent intervals from a burst's last spike to the next
+    burst's first spike, and the burst-onset-to-onset periods (NumPy int arrays; empty for
+    tonic spiking).
     """
     v = np.asarray(check_array("v", v, ndim=1))
     threshold = check_real("threshold", threshold)

@@ -30,11 +30,19 @@ from .models._base import AbstractGTFModel
 def estimate_alpha(
     model: AbstractGTFModel, x: Float[Array, "*batch T N"], *, max_points: int | None = None
 ) -> Float[Array, ""]:
-    """`α_est = max(0, 1 − 1/G)`, `G = max_windows exp(mean_t log ‖J(z̄_t)‖₂)` over the
+    """The forcing strength that keeps GTF's gradients bounded (Hess et al. 2026, Prop. 1).
+
+    `α_est = max(0, 1 − 1/G)`, `G = max_windows exp(mean_t log ‖J(z̄_t)‖₂)` over the
     teacher signals `z̄_t = B⁺x_t`, t ≥ 1 (the GTF authors' `product_upper_bound`).
 
-    `max_points`: use at most this many time points per window (evenly strided); all by
-    default.
+    **Arguments:**
+
+    - `model`: a GTF model (shPLRNN family).
+    - `x`: observations `(T, N)` or windows `(B, T, N)`.
+    - `max_points`: use at most this many time points per window (evenly strided); all by
+      default.
+
+    **Returns:** `α_est`, a scalar array in [0, 1].
     """
     x = x if x.ndim == 3 else x[None]
     x = x[:, 1:]
@@ -50,7 +58,13 @@ def estimate_alpha(
 
 
 class AbstractAlpha(eqx.Module):
-    """A schedule for the GTF forcing strength α of one model."""
+    """A schedule for the GTF forcing strength α of one model.
+
+    Subclasses implement `initial()` (α before the first update), `is_due(step)` (whether α
+    is re-estimated before update `step`) and `updated(alpha, model, x)` (the new α from the
+    model and its next batch), and carry `failure_step` (the rise of α after `max_failures`
+    failed solves in a row, see [`dsr.fit`][]).
+    """
 
     failure_step: eqx.AbstractVar[float]
 

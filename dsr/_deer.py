@@ -46,11 +46,12 @@ class DEER(AbstractSolver):
       cost, useful for batches and benchmarks).
     - `init`: the initial guess `gtf_forward` builds: `"pinv"` (teacher signals `B⁺x`),
       `"zeros"` or `"normal"` (N(0, 1), from `seed`).
+    - `seed`: the PRNG seed of `init="normal"` (default 0).
     - `exact_adjoint`: **quasi-DEER's gradient.** With `jacobian="diag"` the adjoint scan
       uses the diagonal Jacobians too (`exact_adjoint=False`, Hess et al. (2026) Eq. 44):
       cheap, but *not the gradient of the loss*. On a shPLRNN trained on Lorenz-63 its
       relative error against the true (BPTT) gradient is O(1): median 0.9–1.0 over
-      α ∈ [0, 1] for M = 3 and M = 10 (`python -m benchmarks.newton`, README). Pass
+      α ∈ [0, 1] for M = 3 and M = 10 (`python -m benchmarks.newton`). Pass
       `exact_adjoint=True` for the exact gradient (full Jacobians in the adjoint only; the
       forward stays quasi-DEER). Ignored for `jacobian="full"`, which is always exact.
     - `scan_method`, `chunk_size`: passed to `linear_scan`. When the method resolves to

@@ -27,7 +27,8 @@ def _leading(tree) -> set[int]:
 class Ensemble(eqx.Module):
     """K members of one model class; member `i` is `ens[i]`, an ordinary model.
 
-    Build it with `dsr.ensemble(make_model, n, key=key)` or `Ensemble.from_members(models)`.
+    Build it with [`dsr.ensemble`][] `(make_model, n, key=key)` or
+    `Ensemble.from_members(models)`.
     `len(ens)`, iteration and `ens.members` give the members; `ens.stacked` is the model whose
     array leaves carry the member axis.
 
@@ -109,7 +110,13 @@ def ensemble(make_model: Callable[[PRNGKeyArray], AbstractModel], n: int, *,
     """`n` models `make_model(k)` for `k` in `jax.random.split(key, n)`, built in one
     `eqx.filter_vmap` and stacked: member `i` equals `make_model(jax.random.split(key, n)[i])`.
 
-    **Arguments:** `make_model(key) -> model`; `n` ≥ 1 members; `key`.
+    **Arguments:**
+
+    - `make_model`: `make_model(key) -> model`, a dsr model.
+    - `n`: the number of members, ≥ 1.
+    - `key`: split into the members' keys.
+
+    **Returns:** an [`dsr.Ensemble`][].
     """
     n = check_int("n", n, 1)
     key = check_key("key", key)

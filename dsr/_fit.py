@@ -28,7 +28,9 @@ from .models import AbstractModel
 
 @dataclasses.dataclass(frozen=True)
 class FitResult:
-    """What `fit` returns.
+    """What [`dsr.fit`][] returns.
+
+    **Attributes:**
 
     - `model`: the trained model (an `Ensemble` if one was trained).
     - `history`: per-update arrays `loss` (total), `mse`, `alpha`, `newton_iters` (max over

@@ -23,7 +23,9 @@ COLLAPSE_MIN_STEPS = 200
 
 @dataclasses.dataclass(frozen=True)
 class OrbitStatus:
-    """`status`: `"ok"`, `"diverged"` (non-finite or `> DIVERGED_FACTOR ×` the data's
+    """Whether a free-running orbit is healthy, as [`dsr.orbit_status`][] found it.
+
+    **Attributes:** `status`: `"ok"`, `"diverged"` (non-finite or `> DIVERGED_FACTOR ×` the data's
     amplitude; `step` is the first such step) or `"collapsed"` (the last half of the orbit
     varies by less than `COLLAPSED_FRACTION ×` the data's std); `size`: max |x| over the
     orbit (diverged) or the last half's std relative to the data's (collapsed)."""
@@ -44,8 +46,15 @@ class OrbitStatus:
 
 
 def orbit_status(x: np.ndarray, scale: float, std: float | np.ndarray = 1.0) -> OrbitStatus:
-    """Classify a generated orbit `x` (T, N) given the data's amplitude `scale` (max |x|)
-    and per-dimension std `std`."""
+    """Classify a generated orbit as ok, diverged or collapsed.
+
+    **Arguments:**
+
+    - `x`: the generated orbit `(T, N)`.
+    - `scale`: the data's amplitude (max |x| of the data).
+    - `std`: the data's per-dimension std (a number or `(N,)`).
+
+    **Returns:** an [`dsr.OrbitStatus`][]."""
     x = np.asarray(x, np.float64)
     bad = ~np.isfinite(x).all(axis=-1) | (np.abs(x).max(axis=-1, initial=0.0)
                                            > DIVERGED_FACTOR * scale)

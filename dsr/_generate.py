@@ -29,6 +29,11 @@ def warm_start(
 ) -> Float[Array, " M"]:
     """The latent state that predicts the observation right after `context`.
 
+    **Arguments:** `model`; `context`: observations `(Tc, N)`; `context_inputs`: their
+    inputs; `solver`: solves the forced context (GTF family).
+
+    **Returns:** the latent state `(M,)`.
+
     shPLRNN family: GTF with α = 1 over the context, `z_{Tc} = F(z̃_{Tc-1})`.
     `context_inputs` holds `s_0..s_{Tc}` (or `s_0..s_{Tc-1}`, then `s_{Tc} = 0`).
     Teacher-forced family (LSSM, baselines): the model's own `warm_start` (for the LSSM,

@@ -38,12 +38,20 @@ def check_finite(name: str, x) -> None:
 
 
 def teacher_signals(model: AbstractGTFModel, x: Float[Array, "*T N"]) -> Float[Array, "*T M"]:
-    """`z̄_t = B⁺ x_t` (Hess et al. 2026, Sec. 3.2)."""
+    """The teacher signals `z̄_t = B⁺ x_t` (Hess et al. 2026, Sec. 3.2).
+
+    **Arguments:** `model`: a GTF model (its read-out `B`); `x`: observations `(..., T, N)`.
+
+    **Returns:** `z̄`, `(..., T, M)`."""
     return x @ jnp.linalg.pinv(model.B).T
 
 
 def forcing_alphas(T: int, alpha, warmup: int, dtype) -> Float[Array, " T"]:
-    """α used for `z̃_k`, k = 0..T-1: 1 during the warm-up (k ≤ T_w), else α."""
+    """The forcing strength of every step: α for `z̃_k`, k = 0..T-1, 1 during the warm-up.
+
+    **Arguments:** `T`: steps; `alpha`: α; `warmup`: T_w (steps k ≤ T_w get 1); `dtype`.
+
+    **Returns:** an array `(T,)`."""
     k = jnp.arange(T)
     return jnp.where(k <= warmup, jnp.ones((), dtype), jnp.asarray(alpha, dtype))
 

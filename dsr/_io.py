@@ -36,7 +36,9 @@ _HEX = re.compile(rb"[0-9a-f]{64}")
 
 
 class FileFormatError(ValueError):
-    """A file that is missing, damaged, truncated or not the kind of dsr file expected."""
+    """A file that is missing, damaged, truncated or not the kind of dsr file expected.
+
+    A `ValueError` whose message names the file and what is wrong."""
 
 
 def _tmp_prefix(path: str) -> str:

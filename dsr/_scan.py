@@ -17,7 +17,7 @@ the method is a strategy:
   every chunk (all chunks at once). A scan over the T/c chunk summaries carries the state
   across chunks, and a last dense step fixes up every position. Depth c + T/c.
 - `"auto"`: the fastest measured choice for the backend and size (`_auto.py`: a table of
-  measured choices per backend, `benchmarks.scan` and the README's Performance section).
+  measured choices per backend, `benchmarks.scan` and the documentation's Performance page).
 
 The reverse (transposed) recurrence `λ_{t-1} = g_{t-1} + A_tᵀ λ_t` is the same problem in
 reversed time with transposed multipliers; it is what adjoints need. Reverse-mode

@@ -85,9 +85,16 @@ def deserialize(payload: bytes, like, path: str):
 
 
 def save(path: str | os.PathLike, model, *, extra: dict | None = None) -> None:
-    """Save a model or an `Ensemble` to `path` (one checksummed file; see `dsr.load`).
+    """Save a model or an [`dsr.Ensemble`][] to `path`, one checksummed file (atomic write).
 
-    `extra`: JSON-serializable metadata stored in the header (e.g. data statistics).
+    **Arguments:**
+
+    - `path`: the file.
+    - `model`: the model or ensemble.
+    - `extra`: JSON-serializable metadata stored in the header (e.g. data statistics; read
+      back by [`dsr.load_extra`][]).
+
+    **Returns:** None. Read the file back with [`dsr.load`][].
     """
     path = check_path("path", path)
     if os.path.isdir(path):
@@ -111,14 +118,28 @@ def save(path: str | os.PathLike, model, *, extra: dict | None = None) -> None:
 
 
 def load(path: str | os.PathLike):
-    """Load a model or ensemble saved by `dsr.save`; damaged, truncated or foreign files raise
-    `dsr.FileFormatError` naming the file."""
+    """Load a model or ensemble saved by [`dsr.save`][].
+
+    Both checksums are verified before anything is built: damaged, truncated or foreign files
+    raise [`dsr.FileFormatError`][] naming the file.
+
+    **Arguments:**
+
+    - `path`: the file.
+
+    **Returns:** the model, or an [`dsr.Ensemble`][]."""
     path = check_path("path", path)
     header, payload = read_container(path, ("model", "ensemble"))
     return deserialize(payload, skeleton(header, path), path)
 
 
 def load_extra(path: str | os.PathLike) -> dict:
-    """The `extra` metadata saved with a model."""
+    """The `extra` metadata saved with a model (e.g. the command line's standardization).
+
+    **Arguments:**
+
+    - `path`: a file written by [`dsr.save`][].
+
+    **Returns:** the dict passed as `extra` (empty if none)."""
     header, _ = read_container(check_path("path", path), ("model", "ensemble"))
     return header.get("extra", {})

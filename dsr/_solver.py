@@ -31,6 +31,8 @@ StepFn = Callable[[Any, Array, Any], Array]
 class SolverInfo(eqx.Module):
     """Status of a forward solve.
 
+    **Attributes:**
+
     - `iterations`: Newton iterations taken (0 for `Sequential`).
     - `converged`: whether `max|Δz|` fell below the tolerance (always true for `Sequential`).
     - `residual`: final `max_t |z_t − F(z_{t-1})|`.
@@ -128,7 +130,11 @@ def time_take(tree, idx):
 
 
 class AbstractSolver(eqx.Module):
-    """A forward solver for `z_t = F(z_{t-1}; θ, u_t)`, t = 1..T."""
+    """A forward solver for `z_t = F(z_{t-1}; θ, u_t)`, t = 1..T.
+
+    Subclasses implement `solve(step, jac, params, z0, us, z_init) -> (z_{1:T}, SolverInfo)`
+    and `initial_guess(zbar)`; see the documentation's Internals page ("Adding a solver").
+    """
 
     @abc.abstractmethod
     def solve(
@@ -152,9 +158,8 @@ class Sequential(AbstractSolver):
     **Arguments:**
 
     - `unroll`: steps per loop iteration passed to `lax.scan` (default 1). Unrolling cuts
-      the per-step loop overhead: on CPU `unroll=8` made the shPLRNN forward+backward step
-      1.2–1.5× faster for M ≤ 16 but ≈ 2× slower for M = 64 (`benchmarks.runtime`), and
-      it lengthens compilation.
+      the per-step loop overhead for small latent sizes but slows large ones and lengthens
+      compilation (measured on the documentation's Performance page).
     """
 
     unroll: int = eqx.field(default=1, static=True)
@@ -190,10 +195,17 @@ def resolve_solver(solver: AbstractSolver | str, latent_dim: int = 0,
     `"deer"`: `DEER()`; `"quasi"`: `DEER(jacobian="diag")`; `"sequential"`: `Sequential()`.
     `"auto"`: GTF-DEER (full Jacobian) on accelerators, where its O(log T)-depth Newton
     steps are the point of the method. On CPU, DEER when the latent dimension is small
-    (M ≤ 8) — `benchmarks.runtime` measured its training step 1.4–2.4× faster than the
-    sequential one for M = 4 at every T from 128 to 32,768 — and `Sequential()` otherwise
-    (M = 16: DEER 0.4–0.55× as fast; M = 64: ≤ 0.08×), because the per-step work of DEER
-    grows as M³ while the sequential loop's grows as M².
+    (M ≤ 8) and `Sequential()` otherwise, because the per-step work of DEER grows as M³
+    while the sequential loop's grows as M² (the measurements are on the documentation's
+    Performance page, `python -m benchmarks.runtime`).
+
+    **Arguments:**
+
+    - `solver`: a solver object (returned as is) or one of the names above.
+    - `latent_dim`: M, for `"auto"` on CPU.
+    - `backend`: the JAX backend (default: the default device's).
+
+    **Returns:** an [`dsr.AbstractSolver`][].
     """
     from ._deer import DEER  # `_deer` builds on this module's interface
 

@@ -28,8 +28,9 @@ from ._tokens import check_sequences, check_window, token_matrix
 
 
 class KrylovTerms(NamedTuple):
-    """The three terms of the attention's in-context weight `w`, each `(B, s)`:
-    `hessian = P H q`, `gradient = ξ₁ P g`, `correction = ξ₂ p`; and `pcg = P H P g`, the
+    """The three terms of the attention's in-context weight `w`, each `(B, s)`.
+
+    **Attributes:** `hessian = P H q`, `gradient = ξ₁ P g`, `correction = ξ₂ p`; and `pcg = P H P g`, the
     two-step PCG direction; `test` is `ȳ_{T−s}` (so `ŷ_T = test · Σ terms`)."""
 
     hessian: Float[Array, "B s"]
@@ -62,6 +63,10 @@ def _terms(w_qk, w_v, tokens):
 def krylov_terms(model: LinearSelfAttention, y: Float[ArrayLike, "B T"]) -> KrylovTerms:
     """The decomposition `w = P H q + ξ₁ P g + ξ₂ p` of the model's in-context weight for each
     sequence of `y` `(B, T)`, with the two-step PCG direction `P H P g` (see the module notes).
+
+    **Arguments:** `model`: a trained [`dsr.icl.LinearSelfAttention`][]; `y`: sequences `(B, T)`.
+
+    **Returns:** a [`dsr.icl.KrylovTerms`][].
     """
     if not isinstance(model, LinearSelfAttention):
         raise ArgumentTypeError(
@@ -74,7 +79,11 @@ def krylov_terms(model: LinearSelfAttention, y: Float[ArrayLike, "B T"]) -> Kryl
 
 def pcg_cosine(model: LinearSelfAttention, y: Float[ArrayLike, "B T"]) -> Float[Array, " B"]:
     """Per sequence, the cosine similarity between the attention's Hessian term `P H q` and
-    the two-step PCG direction `P H P g` (Vladarean et al. (2026), Sec. 4.3)."""
+    the two-step PCG direction `P H P g` (Vladarean et al. (2026), Sec. 4.3).
+
+    **Arguments:** `model`; `y`: sequences `(B, T)`.
+
+    **Returns:** the cosines `(B,)`."""
     t = krylov_terms(model, y)
     num = jnp.sum(t.hessian * t.pcg, axis=-1)
     den = jnp.linalg.norm(t.hessian, axis=-1) * jnp.linalg.norm(t.pcg, axis=-1)

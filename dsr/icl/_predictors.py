@@ -76,7 +76,9 @@ def ar_least_squares(y: Float[ArrayLike, "B T"], s: int) -> Float[Array, " B"]:
 
 
 class MonteCarloEstimate(NamedTuple):
-    """A Monte Carlo estimate: `value`, its standard error `stderr`, `n_samples`."""
+    """A Monte Carlo estimate.
+
+    **Attributes:** `value`, its standard error `stderr`, and `n_samples`."""
 
     value: float
     stderr: float

@@ -45,6 +45,8 @@ LAW_ARGUMENTS = ("n_steps", "state_dim", "setting", "rho", "sigma_w", "sigma_v")
 class LDSBatch(NamedTuple):
     """A batch of sequences with the systems that produced them.
 
+    **Attributes:**
+
     - `y`: observations `(B, T)`; `x`: states `(B, T, d)` (`y_t = C x_t + v_t`).
     - `A`: `(B, d, d)`; `C`: `(B, 1, d)`; `Sigma_w`: process covariance `(B, d, d)`;
       `sigma_v`: observation noise standard deviation (a scalar array).

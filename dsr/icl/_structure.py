@@ -57,7 +57,11 @@ def predicted_pattern(s: int, *, family: int = 0) -> tuple[np.ndarray, np.ndarra
 
 
 def relevant_entries(s: int) -> tuple[np.ndarray, np.ndarray]:
-    """The entries of `(W_QK, W_V)` that reach the prediction: `W_QK[:, :s]`, `W_V[s, :]`."""
+    """The entries of `(W_QK, W_V)` that reach the prediction: `W_QK[:, :s]`, `W_V[s, :]`.
+
+    **Arguments:** `s`: the AR window.
+
+    **Returns:** two boolean masks, for `W_QK` and `W_V`."""
     s = check_int("s", s, 1)
     qk = np.zeros((s + 1, s + 1), bool)
     qk[:, :s] = True
@@ -75,7 +79,11 @@ def _weights(model):
 
 def family_of(model: LinearSelfAttention) -> int:
     """The family whose pattern holds more of the weight (the product of the value row's
-    and the feature columns' squared norms inside each family's pattern)."""
+    and the feature columns' squared norms inside each family's pattern).
+
+    **Arguments:** `model`: a [`dsr.icl.LinearSelfAttention`][].
+
+    **Returns:** 0 or 1."""
     qk, v = _weights(model)
     mass = []
     for f in FAMILIES:
@@ -89,7 +97,11 @@ def structure_ratio(model: LinearSelfAttention, *, family: int | None = None) ->
     the relevant ones (those that reach the prediction) divided by the largest on-pattern
     entry, for `W_QK` and `W_V` after balancing their scales (the prediction is invariant
     under `(W_QK, W_V) → (W_QK / λ, λ W_V)`, so each is divided by its largest on-pattern
-    entry). 0 for weights exactly in the pattern; `family` defaults to `family_of(model)`.
+    entry). 0 for weights exactly in the pattern.
+
+    **Arguments:** `model`; `family`: defaults to `family_of(model)`.
+
+    **Returns:** the ratio, a float.
     """
     qk, v = _weights(model)
     family = family_of(model) if family is None else check_choice("family", family, FAMILIES)
@@ -104,7 +116,11 @@ def structure_ratio(model: LinearSelfAttention, *, family: int | None = None) ->
 
 def project(model: LinearSelfAttention, *, family: int | None = None) -> LinearSelfAttention:
     """`model` with every entry outside `predicted_pattern(s, family=family)` set to zero
-    (`family` defaults to `family_of(model)`)."""
+    (`family` defaults to `family_of(model)`).
+
+    **Arguments:** `model`; `family`: 0, 1 or None.
+
+    **Returns:** the projected [`dsr.icl.LinearSelfAttention`][]."""
     family = family_of(model) if family is None else check_choice("family", family, FAMILIES)
     pq, pv = predicted_pattern(model.s, family=family)
     return eqx.tree_at(lambda m: (m.w_qk, m.w_v), model,
@@ -114,7 +130,11 @@ def project(model: LinearSelfAttention, *, family: int | None = None) -> LinearS
 def implied_eta(model: LinearSelfAttention) -> float:
     """The GD step size an AR(1) model implements: the coefficient of `y_{T−1} S / n` in its
     prediction, `η = W_V[1, 1] W_QK[0, 0] + W_V[1, 0] W_QK[1, 0]` (Theorem 4.1; the second
-    term is family 1's). Only for `s = 1`."""
+    term is family 1's). Only for `s = 1`.
+
+    **Arguments:** `model`: an AR(1) [`dsr.icl.LinearSelfAttention`][].
+
+    **Returns:** η, a float."""
     qk, v = _weights(model)
     if model.s != 1:
         raise ValueError(f"`model` must be an AR(1) model (s = 1) for a GD step size; got "

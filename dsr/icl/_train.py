@@ -23,8 +23,10 @@ _CHUNK = 100  # optimizer steps per compiled `lax.scan` (and per progress-bar up
 
 
 class TrainResult(NamedTuple):
-    """What `train` returns: the trained `model`, the per-step training `loss` (½ MSE on
-    that step's batch, NumPy `(steps,)`), the `settings` used and the wall time `train_s`."""
+    """What [`dsr.icl.train`][] returns.
+
+    **Attributes:** the trained `model`, the per-step training `loss` (½ MSE on that step's
+    batch, NumPy `(steps,)`), the `settings` used and the wall time `train_s`."""
 
     model: LinearSelfAttention
     loss: np.ndarray
@@ -97,17 +99,16 @@ def train(
     - `steps`: optimizer steps; `batch_size`: sequences per step; `key`: PRNG key.
     - `n_steps` (T), `state_dim` (d), `setting`, `rho`, `sigma_w`, `sigma_v`: the system
       law, as in `sample_lds` (paper: T = 30, d = 5).
-    - `learning_rate`: AdamW's peak rate (measured: 0.01 left AR(3) well short of its
-      optimum after 6000 steps of 2000 sequences, 0.03–0.1 reached it within 3000);
+    - `learning_rate`: AdamW's peak rate (0.01 trains AR(3) too slowly; 0.03–0.1 work);
       `warmup`: linear warm-up steps (default 5% of `steps`), then cosine annealing to 1%
       of the peak; `weight_decay`: AdamW's decoupled weight decay; `clip_norm`: global
       gradient-norm clipping.
     - `form`: the layer's form, `"parallel"` or `"recurrent"` (same result); default
-      `"recurrent"` on CPU (measured ≈ 1.5–4× faster per step there: the sequences are
-      short), `"parallel"` on accelerators.
+      `"recurrent"` on CPU (faster there: the sequences are short), `"parallel"` on
+      accelerators.
     - `progress`: show a tqdm bar with the running loss.
 
-    **Returns:** a `TrainResult` (`model`, per-step `loss`, `settings`, `train_s`).
+    **Returns:** a [`dsr.icl.TrainResult`][] (`model`, per-step `loss`, `settings`, `train_s`).
     """
     if not isinstance(model, LinearSelfAttention):
         raise ArgumentTypeError(

@@ -59,9 +59,9 @@ MIN_SAMPLES = 10
 
 
 class StateSpaceDivergence(eqx.Module):
-    """Result of [`state_space_divergence`][]: unpacks as `value, stderr = result`.
+    """Result of [`dsr.metrics.state_space_divergence`][]: unpacks as `value, stderr = result`.
 
-    **Fields:**
+    **Attributes:**
 
     - `value`: the estimate of $D_{stsp}$ (nats); `inf` for a diverged generated orbit.
     - `stderr`: total standard error of `value` as an estimate of $\\mathrm{KL}(\\hat p\\|\\hat q)$:
@@ -320,7 +320,7 @@ def state_space_divergence(
     - `x_gen`: generated orbit, shape `(T2, N)`.
     - `n_samples`: Monte-Carlo samples from $\hat p$ (paper: 10^6; at least 10).
     - `bandwidth`: `"silverman"`, a float, or an array of shape `(d,)` (kernel std per dimension).
-    - `embedding`: `(m, tau)` to delay-embed both orbits first ([`delay_embed`][]); then `d = m N`.
+    - `embedding`: `(m, tau)` to delay-embed both orbits first ([`dsr.metrics.delay_embed`][]); then `d = m N`.
     - `key`: JAX PRNG key for the samples and the control-variate subsets (not needed for
       `"bins"`).
     - `method`: `"auto"`, `"exact"`, `"grid"`, `"subsample"` or `"bins"`.
@@ -333,7 +333,7 @@ def state_space_divergence(
     - `progress`: show a tqdm bar that names the step running (default: only when the call is
       expected to take seconds).
 
-    **Returns:** a [`StateSpaceDivergence`][] with `value`, `stderr`, `approx_stderr`, `status`,
+    **Returns:** a [`dsr.metrics.StateSpaceDivergence`][] with `value`, `stderr`, `approx_stderr`, `status`,
     `note`, …; it unpacks as `value, stderr = result` and converts with `float(result)`.
 
     ```python

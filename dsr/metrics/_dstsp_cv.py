@@ -91,7 +91,7 @@ def _std_err(v: np.ndarray) -> float:
 def control_variate(a: np.ndarray, uq: np.ndarray, exact: ExactLogRatio, pilot: Pilot, rng,
                     log_norm: float, want: tuple[float, float], budget: EvalBudget,
                     bar) -> Corrected:
-    """`mean(a) + mean_check(e − a)` with `n_check` from [`check_size`][] (`want` = `(rtol,
+    """`mean(a) + mean_check(e − a)` with `n_check` from `check_size` (`want` = `(rtol,
     mc_frac)`), capped by the budget."""
     n = uq.shape[0]
     var_corr = float(np.var(pilot.e - a[pilot.idx], ddof=1)) if pilot.idx.size > 1 else 0.0

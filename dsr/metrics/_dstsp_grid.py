@@ -9,9 +9,9 @@ negligible density (far tails, where relative accuracy would be lost) are evalua
 sources merged on a lattice (so that an orbit collapsed onto a fixed point is a single
 source): by brute force when that is cheap, else — for many such queries, as a far-off orbit
 gives — from a coarse grid of exact log-densities, else from their nearest sources
-([`tail_log_sums`][]) with brute force where those cannot certify the value.
+(`tail_log_sums`) with brute force where those cannot certify the value.
 
-The result is an approximation: the control variate ([`control_variate`][]) turns it into an
+The result is an approximation: the control variate (`control_variate`) turns it into an
 unbiased estimate of the exact value.
 """
 

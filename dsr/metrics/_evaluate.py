@@ -163,7 +163,7 @@ def evaluate(
     **Time.** Bounded: a diverged orbit gives D_stsp = inf at once (and λ_max = NaN when its
     last state is not finite); a collapsed one (fixed point, short cycle) or one far from the
     data takes seconds to tens of seconds; D_stsp's brute-force work is capped (see
-    [`state_space_divergence`][], `max_evals`), and `D_stsp_status` says when the cap bit.
+    [`dsr.metrics.state_space_divergence`][], `max_evals`), and `D_stsp_status` says when the cap bit.
 
     **Returns:** a dict with `D_stsp`, `D_stsp_stderr`, `D_H`, `RMSE_n`, `lambda_max` (per
     time unit when the data set has `dt`, else per step), `diverged`, `settings`, and

@@ -107,7 +107,7 @@ class KernelSources:
 
 
 def kernel_sources(us: list[np.ndarray], dtype) -> list[KernelSources]:
-    """[`KernelSources`][] for each array of `us`."""
+    """`KernelSources` for each array of `us`."""
     return [KernelSources(u, dtype) for u in us]
 
 
@@ -148,7 +148,7 @@ def log_kernel_sums(uq: np.ndarray, sources: list[KernelSources], bar=None) -> l
 
 
 def n_kernel_evals(n_queries: int, sources: list[KernelSources]) -> float:
-    """Kernel evaluations of [`log_kernel_sums`][] for `n_queries` queries."""
+    """Kernel evaluations of `log_kernel_sums` for `n_queries` queries."""
     return float(n_queries) * sum(s.n_distinct for s in sources)
 
 

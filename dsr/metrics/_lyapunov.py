@@ -96,8 +96,10 @@ def max_lyapunov(step: Callable[[Array], Array], jacobian: Callable[[Array], Arr
                  n_transient: int = 1000) -> Float[Array, ""]:
     """Largest Lyapunov exponent of a discrete map (one renormalised tangent vector).
 
-    Same arguments as [`lyapunov_spectrum`][]; the tangent vector starts along
-    `(1, 1, ..., 1)/sqrt(M)`. Returns a scalar per unit time.
+    **Arguments:** as [`dsr.metrics.lyapunov_spectrum`][] (`step`, `jacobian`, `z0`,
+    `n_steps`, `dt`, `n_transient`); the tangent vector starts along `(1, 1, ..., 1)/sqrt(M)`.
+
+    **Returns:** λ_max, a scalar per unit time.
     """
     n_steps, n_transient, dt = _check_counts(n_steps, n_transient, dt)
     z0, _ = as_state("z0", z0)
@@ -113,6 +115,11 @@ def model_lyapunov_spectrum(model, z0: Float[ArrayLike, " M"], n_steps: int, *, 
     `model.step(z_prev) -> z_next` is the latent map and `model.jacobian(z_prev)` its `(M, M)`
     Jacobian. `dt` is the data's sampling interval, to compare with a continuous-time system
     (e.g. `dt=0.01` for the paper's Lorenz-63 data, λ_max ≈ 0.906 per time unit).
+
+    **Arguments:** `model`; `z0`: the initial latent state `(M,)`; `n_steps`: steps after
+    `n_transient` discarded ones; `dt`; `n_exponents`: how many (default all M).
+
+    **Returns:** the exponents `(k,)`, largest first, per unit time.
     """
     return lyapunov_spectrum(
         model.step, model.jacobian, z0, n_steps, dt=dt, n_transient=n_transient,

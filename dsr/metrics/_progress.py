@@ -7,7 +7,7 @@ class Progress:
     """A tqdm bar, or nothing when disabled; the description names the step running now.
 
     **Arguments:** `enabled`; `desc`: what is computed (e.g. `"D_stsp: exact kernel sums"`);
-    `total`: units of work (may grow with [`Progress.add_total`][]); `unit`.
+    `total`: units of work (may grow with `Progress.add_total`); `unit`.
     """
 
     def __init__(self, enabled: bool, desc: str, total: float = 0, unit: str = "it"):
