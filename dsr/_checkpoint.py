@@ -75,12 +75,16 @@ def stored_arguments(path: str, stored: dict, call_optimizer, call_settings: dic
                          f"cannot be restored ({type(e).__name__}: {e}).") from None
 
 
-def save_checkpoint(path: str, state, history: History, header: dict) -> None:
-    """Append the new history records, then write the state atomically (in this order, so a
-    checkpoint never points at records that are not on disk)."""
+def save_checkpoint(path: str, state, history: History, header: dict, best=None) -> None:
+    """Append the new history records, then write the state (and, with free-run validation,
+    the best parameters, scores and steps `best`) atomically (in this order, so a checkpoint
+    never points at records that are not on disk)."""
     record = history.flush(history_path(path))
     head = dict(header, step=int(state.step), history=dict(record, fields=list(history.fields)))
-    write_container(path, "checkpoint", head, serialize(state))
+    if best is not None:
+        head["best"] = True
+    write_container(path, "checkpoint", head,
+                    serialize(state if best is None else (state, best)))
 
 
 def read_header(path: str) -> tuple[dict, bytes]:
@@ -142,9 +146,22 @@ def _structure_difference(stored, current) -> str:
     return "model arrays (checkpoint vs call): " + ", ".join(diff[:4])
 
 
-def restore(path: str, header: dict, payload: bytes, like_state, n_members: int):
-    """`(state, history)` from a verified checkpoint; `like_state` gives the structure."""
-    state = deserialize(payload, like_state, path)
+def restore(path: str, header: dict, payload: bytes, like_state, n_members: int,
+            like_best=None):
+    """`(state, history, best)` from a verified checkpoint; `like_state` (and `like_best`, the
+    validation's best parameters, scores and steps) give the structure; `best` is None for a
+    checkpoint written without validation."""
+    best = None
+    if header.get("best"):
+        if like_best is None:
+            raise ValueError(f"`resume`: {path!r} was written with free-run validation; pass "
+                             "the same `validation=` to continue it.")
+        state, best = deserialize(payload, (like_state, like_best), path)
+    elif like_best is not None and int(header.get("step", 0)) > 0:
+        raise ValueError(f"`resume`: {path!r} was written without free-run validation; "
+                         "resume it without `validation=`.")
+    else:
+        state = deserialize(payload, like_state, path)
     h = header.get("history")
     if not isinstance(h, dict) or not isinstance(h.get("fields"), list):
         raise FileFormatError(f"{path!r}: the header has no history record.")
@@ -152,4 +169,4 @@ def restore(path: str, header: dict, payload: bytes, like_state, n_members: int)
     if len(history) != int(header["step"]) or int(state.step) != int(header["step"]):
         raise FileFormatError(f"{path!r}: {len(history)} history rows and a state at step "
                               f"{int(state.step)} for step {header['step']}.")
-    return state, history
+    return state, history, best

@@ -23,6 +23,7 @@ from ._regularization import Regularization
 from ._signals import interrupt_on_sigterm
 from ._solver import AbstractSolver
 from ._trainer import Trainer
+from ._validation import validation_history
 from .models import AbstractModel
 
 
@@ -41,7 +42,12 @@ class FitResult:
     - `interrupted`: stopped by Ctrl-C / SIGTERM; `checkpoint`: the last checkpoint written.
     - `stopped`: members that diverged even sequentially and were frozen (a bool, or one per
       member); `free_run`: the last free-run check (`status` "ok", "diverged" or
-      "collapsed", `step`, `size`, `after_updates`), a dict or one per member.
+      "collapsed" or "off", `step`, `size`, `reason`, `after_updates`), a dict or one per
+      member.
+    - `validation` (with `validation=`): `step` (E,), the binning `D_stsp` and `D_H` of each
+      validation free run (`(E,)`, or `(K, E)` for an ensemble), `best_step` and
+      `best_score` (each member's best validation step and D_stsp; -1 and inf before any
+      finite score), `keep`, and `seconds` (time spent validating in this call).
     """
 
     model: Any
@@ -52,6 +58,7 @@ class FitResult:
     checkpoint: str | None = None
     stopped: Any = False
     free_run: Any = None
+    validation: dict | None = None
 
 
 def _progress_bar(trainer: Trainer, enabled: bool):
@@ -122,11 +129,17 @@ def _result(trainer: Trainer, interrupted: bool) -> FitResult:
         warnings.warn(f"{skipped} of {hist['applied'].size} member updates were skipped "
                       "(non-finite loss or gradient).", stacklevel=3)
     one = (lambda a: a) if p.is_ensemble else (lambda a: a[0])  # noqa: E731
-    return FitResult(model=trainer.current_model(), history=hist, settings=p.settings,
+    val = None
+    if p.validation is not None:
+        val = validation_history(trainer.history.evals, K, p.is_ensemble)
+        val.update(best_step=one(trainer.best[2]), best_score=one(trainer.best[1]),
+                   keep=p.validation.keep, seconds=trainer.validation_time)
+    return FitResult(model=trainer.current_model(kept=True), history=hist, settings=p.settings,
                      alpha=one(alpha.astype(float)) if p.is_ensemble else float(alpha[0]),
                      interrupted=interrupted, checkpoint=trainer.checkpoint_path,
                      stopped=one(~active) if p.is_ensemble else bool(~active[0]),
-                     free_run=trainer.free_run if p.is_ensemble else trainer.free_run[0])
+                     free_run=trainer.free_run if p.is_ensemble else trainer.free_run[0],
+                     validation=val)
 
 
 def fit(
@@ -156,6 +169,8 @@ def fit(
     max_failures: int = 5,
     devices: Any = None,
     monitor_every: int | None = None,
+    validation: Any = None,
+    keep: str = "last",
 ) -> FitResult:
     """Train a model (or every member of an `Ensemble`) on random windows of `seq_len + 1`
     observations: generalized teacher forcing for the shPLRNN family (solved by GTF-DEER or
@@ -194,7 +209,17 @@ def fit(
     - `devices`: None (default device), `"all"` or a list: shard an ensemble's members
       over the devices (also across hosts after `jax.distributed.initialize()`).
     - `monitor_every`: every so many updates (default: a quarter of `steps`; 0: never) run
-      the model freely from a data context and warn if the orbit diverges or collapses.
+      the model freely from a data context and warn if the orbit diverges, collapses or is
+      off the data's range (`dsr.orbit_status`).
+    - `validation`: free-run validation on held-out data — a (T, N) array, a
+      `data_gen.Dataset` (its `test`), or a fraction in (0, 1) of the training data taken
+      from the end of its last series. Every `eval_every` updates (default: `steps // 20`)
+      each member runs freely from a context of the first tenth of it (at most `seq_len`
+      steps) for its full length; the binning D_stsp (30 bins per axis) and D_H of that run
+      go into `history["eval"]` and `FitResult.validation`. A diverged orbit scores inf.
+    - `keep`: `"last"` (the parameters after the last update) or `"best"` (each member's
+      parameters at its lowest validation D_stsp; kept in the checkpoint, so resume keeps
+      them; needs `validation`).
 
     An update whose loss or gradient is non-finite is never applied; a member with
     `10 × max_failures` such updates in a row is frozen (`FitResult.stopped`).

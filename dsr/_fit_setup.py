@@ -26,6 +26,7 @@ from ._serialization import model_spec
 from ._sharding import Placement, resolve_devices
 from ._solver import resolve_solver
 from ._train_step import StepConfig
+from ._validation import Validation, make_validation
 from ._windows import Windows
 from .models import AbstractGTFModel, AbstractModel
 from .models._base import parameter_dtype
@@ -98,6 +99,7 @@ class Plan:
     expected: dict  # model spec, structure, data SHA-256, settings: a checkpoint's header
     series: list
     options: dict
+    validation: Validation | None = None
 
 
 def _check_counts(steps, seq_len, batch_size, warmup, checkpoint_every, max_failures,
@@ -202,6 +204,7 @@ class Call:
     inputs: list | None
     settings: dict
     expected: dict  # what a checkpoint of this call records: model, structure, data, settings
+    validation: Validation | None = None
 
 
 def _validate(model, data, alpha, kw) -> Call:
@@ -222,6 +225,11 @@ def _validate(model, data, alpha, kw) -> Call:
     _check_files(kw["checkpoint"], kw["resume"], kw["resume_settings"])
     dtype = parameter_dtype(one)
     series, inp = _data(one, data, kw["inputs"], dtype, n["seq_len"])
+    if kw["validation"] is not None and one.input_dim:
+        raise ValueError("`validation`: free runs of a model with external inputs need inputs "
+                         "beyond the data; not supported.")
+    series, val = make_validation(kw["validation"], kw["keep"], n["eval_every"], series,
+                                  one.obs_dim, dtype, n["seq_len"], n["steps"])
     K = model.n_members if isinstance(model, Ensemble) else 1
     opt = kw["optimizer"]
     opt_spec = None if opt is not None else {"name": "radam+cosine+clip", "lr": lr,
@@ -229,12 +237,14 @@ def _validate(model, data, alpha, kw) -> Call:
     optimizer = default_optimizer(lr, n["steps"]) if opt is None else opt
     settings = _settings(n, lr, strategy, solver_obj, kw["regularization"],
                          describe_optimizer(optimizer, opt_spec), key, K, dtype)
+    if val is not None:  # only then: checkpoints of runs without validation stay compatible
+        settings["validation"] = val.settings
     expected = dict(model=model_spec(model), data_sha256=fingerprint(series, inp),
                     settings=settings, structure=structure(
                         model.stacked if isinstance(model, Ensemble) else model,
                         None if isinstance(model, Ensemble) else 1))
     return Call(one, n, lr, key, strategy, solver_obj, kw["regularization"], optimizer, series,
-                inp, settings, expected)
+                inp, settings, expected, val)
 
 
 def _check_optional_callable(name, value):
@@ -296,7 +306,7 @@ def make_plan(model, data, alpha, **kw) -> Plan:
                    callback=kw["callback"], progress=kw["progress"])
     return Plan(cfg, n["steps"], windows, stacked, K, is_ens,
                 np.asarray(jax.random.key_data(keys)), str(jax.random.key_impl(keys)),
-                placement, call.settings, call.expected, call.series, options)
+                placement, call.settings, call.expected, call.series, options, call.validation)
 
 
 def _settings(n, lr, strategy: AbstractAlpha, solver, regularization, optimizer, key, K,

@@ -1,0 +1,126 @@
+"""Free runs on recordings: the "off" status (bounded but outside the data's range),
+free-run validation with best-keeping, learning-rate schedules, noise, delay embedding."""
+
+import warnings
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import dsr
+from dsr._free_run import data_range
+
+
+def _rotation(theta=0.3, offset=1000.0):
+    """A shPLRNN whose free run is `z' = R z` (a rotation about 0) while |z| < `offset`."""
+    m = dsr.ShPLRNN(2, 2, 2, key=jax.random.key(0))
+    c, s = np.cos(theta), np.sin(theta)
+    R = jnp.array([[c, -s], [s, c]], jnp.float32)
+    b = jnp.full(2, offset, jnp.float32)
+    return eqx.tree_at(lambda m: (m.A_bar, m.W_L, m.V, m.b, m.h, m.B), m,
+                       (jnp.zeros(2), R, jnp.eye(2), b, -R @ b, jnp.eye(2)))
+
+
+def _far_data(n=2000, center=40.0):
+    """A unit circle around (center, center): the rotation model, warmed up on it, circles
+    the origin at radius ≈ 57, far outside the data but bounded."""
+    t = 0.3 * np.arange(n)
+    return (np.stack([np.cos(t), np.sin(t)], 1) + center).astype(np.float32)
+
+
+def test_orbit_status_off_rule():
+    x = _far_data()
+    ref = data_range(x)
+    assert dsr.orbit_status(x, **ref).status == "ok"
+    assert dsr.orbit_status(x + 10.0, **ref).status == "off"  # 10 std beyond the extent
+    wide = 40.0 + 3.5 * (x - 40.0)  # beyond the extent by 3.5 std, variance 12×
+    st = dsr.orbit_status(wide, **ref)
+    assert st.status == "off" and st.reason == "variance" and "variance" in st.describe()
+    assert dsr.orbit_status(x + 10.0, ref["scale"], ref["std"]).status == "ok"  # no extent
+
+
+def test_bounded_orbit_far_outside_is_off_in_generate_evaluate_and_fit():
+    model, x = _rotation(), _far_data()
+    gen = np.asarray(dsr.generate(model, 2000, context=jnp.asarray(x[:300]), check=False))
+    assert np.all(np.isfinite(gen)) and np.abs(gen).max() < 100  # bounded
+    with pytest.warns(UserWarning, match="off the data's range"):
+        dsr.generate(model, 2000, context=jnp.asarray(x[:300]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = dsr.metrics.evaluate(model, x, key=jax.random.key(0), warmup=300, n_rmse=16,
+                                   n_windows=4, n_samples=2000, lyapunov_steps=200,
+                                   gen_factor=1)
+    assert out["status"] == "off" and not out["diverged"] and "range" in out["notes"][0]
+    with pytest.warns(UserWarning, match="off the data's range"):
+        res = dsr.fit(model, x, alpha=0.5, steps=2, seq_len=16, batch_size=2,
+                      learning_rate=1e-12, solver="sequential", monitor_every=2,
+                      progress=False)
+    assert res.free_run["status"] == "off" and res.free_run["reason"] == "extent"
+
+
+def _lorenz():
+    from test_fit import lorenz_data
+
+    return lorenz_data().astype(np.float32)
+
+
+def _spiked(spike_at=25):
+    """Adam at 1e-2, then a learning-rate spike that wrecks the model from `spike_at` on."""
+    import optax
+
+    lr = lambda n: jnp.where(n < spike_at, 1e-2, 3.0)  # noqa: E731
+    return optax.chain(optax.clip_by_global_norm(10.0), optax.adam(lr))
+
+
+VKW = dict(seq_len=30, batch_size=4, progress=False, solver="sequential", monitor_every=0,
+           validation=0.2, eval_every=5, key=jax.random.key(1))
+
+
+def _leaves(m):
+    return [np.asarray(a) for a in jax.tree_util.tree_leaves(eqx.filter(m, eqx.is_array))]
+
+
+def test_keep_best_returns_the_best_validation_step():
+    model, opt = dsr.ShPLRNN(3, 3, 20, key=jax.random.key(0)), _spiked()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = dsr.fit(model, _lorenz(), 0.1, steps=40, optimizer=opt, keep="best", **VKW)
+        last = dsr.fit(model, _lorenz(), 0.1, steps=40, optimizer=opt, keep="last", **VKW)
+    v = res.validation
+    assert list(v["step"]) == [5, 10, 15, 20, 25, 30, 35, 40]
+    assert v["D_stsp"].shape == v["D_H"].shape == (8,) and res.settings["validation"]["keep"]
+    best = int(v["best_step"])
+    assert 0 < best < 25 and v["best_score"] == np.min(v["D_stsp"])
+    assert np.all(~np.isfinite(v["D_stsp"][v["step"] > 25]))  # the spike wrecked it
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = dsr.fit(model, _lorenz(), 0.1, steps=best, optimizer=opt, keep="last",
+                      **dict(VKW, eval_every=best))
+    for a, b in zip(_leaves(res.model), _leaves(ref.model)):
+        np.testing.assert_array_equal(a, b)
+    assert any(not np.array_equal(a, b) for a, b in zip(_leaves(res.model), _leaves(last.model)))
+
+
+def test_validation_and_best_survive_checkpoint_resume(tmp_path):
+    ens = dsr.ensemble(lambda k: dsr.ShPLRNN(3, 3, 20, key=k), 2, key=jax.random.key(0))
+    opt = _spiked()
+    kw = dict(VKW, optimizer=opt, keep="best", steps=40, checkpoint_every=5)
+
+    def stop(step, model):
+        if step == 20:
+            raise KeyboardInterrupt
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        full = dsr.fit(ens, _lorenz(), 0.1, checkpoint=tmp_path / "a.ckpt", **kw)
+        cut = dsr.fit(ens, _lorenz(), 0.1, checkpoint=tmp_path / "b.ckpt", callback=stop, **kw)
+        assert cut.interrupted and list(cut.validation["step"]) == [5, 10, 15, 20]
+        res = dsr.fit(ens, _lorenz(), 0.1, checkpoint=tmp_path / "b.ckpt",
+                      resume=tmp_path / "b.ckpt", **kw)
+    for a, b in zip(_leaves(full.model), _leaves(res.model)):
+        np.testing.assert_array_equal(a, b)
+    for k in ("step", "D_stsp", "D_H", "best_step", "best_score"):
+        np.testing.assert_array_equal(full.validation[k], res.validation[k])
+    assert full.validation["D_stsp"].shape == (2, 8)
