@@ -124,3 +124,24 @@ def test_validation_and_best_survive_checkpoint_resume(tmp_path):
     for k in ("step", "D_stsp", "D_H", "best_step", "best_score"):
         np.testing.assert_array_equal(full.validation[k], res.validation[k])
     assert full.validation["D_stsp"].shape == (2, 8)
+
+
+def test_cli_validation_and_keep_best_are_recorded(tmp_path):
+    from dsr._cli import main
+
+    t = 0.1 * np.arange(1500)
+    np.save(tmp_path / "x.npy", np.stack([np.sin(t), np.cos(0.7 * t)], 1))
+    argv = ["fit", str(tmp_path / "x.npy"), "--hidden-dim", "8", "--seq-len", "16",
+            "--batch-size", "2", "--steps", "4", "--monitor-every", "0", "--no-progress",
+            "--no-plots", "--validation", "0.3", "--keep", "best", "--eval-every", "2",
+            "--out", str(tmp_path / "run")]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main(argv) == 0
+    import json
+
+    cfg = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert cfg["options"]["validation"] == 0.3 and cfg["options"]["keep"] == "best"
+    v = cfg["fit"]["validation"]
+    assert v["step"] == [2, 4] and len(v["D_stsp"][0]) == 2 and v["keep"] == "best"
+    assert cfg["fit"]["settings"]["validation"]["fraction"] == 0.3

@@ -43,6 +43,7 @@ class Prepared:
     std: Standardization
     names: list
     dt: float | None
+    validation: object = None  # a fraction, or the standardized validation array
 
 
 def prepare_data(opts: dict) -> Prepared:
@@ -78,8 +79,12 @@ def prepare_data(opts: dict) -> Prepared:
             raise CLIError("--test with --inputs: evaluating input-driven models is not "
                            "supported yet (the free runs would need test inputs).")
     dt = opts["dt"] if opts["dt"] is not None else series[0].dt
+    val = opts["validation"]
+    if isinstance(val, str):
+        val = std.apply(load_recordings([val], role="validation", columns=opts["columns"],
+                                        like=names)[0].x)
     return Prepared(series, [std.apply(s.x) for s in series], test, test_x, inputs,
-                    inputs_info, std, names, dt)
+                    inputs_info, std, names, dt, val)
 
 
 def build_model(opts: dict, n_obs: int, n_inputs: int, key):
@@ -118,7 +123,9 @@ def _absolute_paths(opts: dict) -> dict:
     def absolute(p):
         return None if p is None else os.path.abspath(p)
 
+    val = opts["validation"]
     return {"data": [absolute(p) for p in opts["data"]], "test": absolute(opts["test"]),
+            "validation": absolute(val) if isinstance(val, str) else val,
             "inputs": None if opts["inputs"] is None else [absolute(p) for p in opts["inputs"]]}
 
 
@@ -205,7 +212,18 @@ def _fit_record(res, wall: float, start_step: int) -> dict:
             "alpha": np.atleast_1d(res.alpha).tolist(),
             "stopped": np.atleast_1d(res.stopped).tolist(),
             "free_run": res.free_run if isinstance(res.free_run, list) else [res.free_run],
-            "settings": res.settings}
+            "validation": _validation_record(res.validation), "settings": res.settings}
+
+
+def _validation_record(v) -> dict | None:
+    """`FitResult.validation` as JSON: per member (rows) and validation step (columns)."""
+    if v is None:
+        return None
+    rows = lambda a: np.atleast_2d(a).tolist()  # noqa: E731
+    return {"step": np.asarray(v["step"]).tolist(), "D_stsp": rows(v["D_stsp"]),
+            "D_H": rows(v["D_H"]), "best_step": np.atleast_1d(v["best_step"]).tolist(),
+            "best_score": np.atleast_1d(v["best_score"]).tolist(), "keep": v["keep"],
+            "seconds": v["seconds"]}
 
 
 def train(run, cfg, opts, data: Prepared, model, argv, resume_settings) -> int:
@@ -228,7 +246,8 @@ def train(run, cfg, opts, data: Prepared, model, argv, resume_settings) -> int:
                   inputs=data.inputs, key=key_fit, progress=opts["progress"],
                   checkpoint=run.checkpoint, checkpoint_every=opts["checkpoint_every"],
                   resume=resume, resume_settings=resume_settings or "check",
-                  monitor_every=opts["monitor_every"])
+                  monitor_every=opts["monitor_every"], validation=data.validation,
+                  keep=opts["keep"], eval_every=opts["eval_every"])
     except Exception as e:
         cfg["fit"].update(status="failed", error=str(e))
         run.write_config(cfg)
@@ -263,4 +282,9 @@ def _print_fit(run, rec: dict, done_before: int) -> None:
            for i, fr in enumerate(rec["free_run"]) if fr and fr.get("status") != "ok"]
     if bad:
         print("free-run check: " + "; ".join(bad))
+    val = rec.get("validation")
+    if val:
+        best = ", ".join(f"{s:.4g} at {b}" for s, b in zip(val["best_score"], val["best_step"]))
+        print(f"validation: best D_stsp (binning) {best} (keep {val['keep']}; "
+              f"{val['seconds']:.1f} s)")
     print(f"saved: {run.model}, {run.checkpoint}, {run.history}, {run.config}")

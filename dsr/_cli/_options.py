@@ -126,6 +126,21 @@ def _embedding(label, v):
     return [m, tau]
 
 
+def _validation(label, v):
+    """None, a fraction in (0, 1) of the training data (its end), or a file name."""
+    if v is None:
+        return None
+    if isinstance(v, bool):
+        raise CLIError(f"{label} must be a file name or a fraction in (0, 1); got {v!r}.")
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return _path(label, v)
+    if not 0 < f < 1:
+        raise CLIError(f"{label} as a fraction must be in (0, 1); got {v!r}.")
+    return f
+
+
 def _bool(label, v):
     if isinstance(v, bool):
         return v
@@ -202,6 +217,13 @@ TRAINING = [
            "training"),
     Option("monitor_every", integer(0, optional=True), F["monitor_every"], "updates between "
            "free-run checks (default: 4 per fit; 0: never)", "training"),
+    Option("validation", _validation, None, "free-run validation data: a recording (same "
+           "format as DATA) or a fraction in (0, 1) of the training data taken from its end",
+           "training", "FILE|FRACTION"),
+    Option("keep", _choice("last", "best"), F["keep"], "keep the parameters of the last "
+           "update or each run's best validation step (needs --validation)", "training"),
+    Option("eval_every", integer(1, optional=True), F["eval_every"], "updates between "
+           "validation free runs (default: 20 per fit)", "training"),
 ]
 EVALUATION = [
     Option("embedding", _embedding, None, "delay embedding m,tau for D_stsp^DE", "evaluation",
@@ -228,7 +250,8 @@ BY_NAME = {o.name: o for o in FIT_OPTIONS}
 IDENTITY = ("data", "inputs", "columns", "key", "standardize", "model", "latent_dim",
             "hidden_dim", "rank", "runs", "seed")
 #: Options that change the training result; changing one on resume needs --resume-settings.
-TRAINING_SETTINGS = ("alpha", "steps", "seq_len", "batch_size", "warmup", "lr", "solver")
+TRAINING_SETTINGS = ("alpha", "steps", "seq_len", "batch_size", "warmup", "lr", "solver",
+                     "validation", "keep", "eval_every")
 
 
 def read_config_file(path: str) -> dict:
