@@ -20,6 +20,7 @@ from ._config import from_config
 from ._history import History
 from ._io import FileFormatError, read_container, write_container
 from ._regularization import Regularization
+from ._schedule import SCHEDULES
 from ._serialization import deserialize, serialize
 from ._deer import DEER
 from ._solver import Sequential
@@ -51,8 +52,11 @@ def stored_arguments(path: str, stored: dict, call_optimizer, call_settings: dic
     optimizer is rebuilt from its learning rate and steps; a user's optimizer cannot be read
     back from a file, so it must be the call's (of the same type)."""
     opt = stored.get("optimizer") or {}
+    schedule = None
     if opt.get("kind") == "default":
         optimizer = None
+        if opt.get("schedule") is not None:
+            schedule = from_config(opt["schedule"], SCHEDULES)
     elif opt == call_settings.get("optimizer"):
         optimizer = call_optimizer
     else:
@@ -65,7 +69,7 @@ def stored_arguments(path: str, stored: dict, call_optimizer, call_settings: dic
             alpha=from_config(stored["alpha"], _ALPHAS), alpha_every=None, alpha_gamma=None,
             solver=from_config(stored["solver"], _SOLVERS),
             regularization=from_config(stored["regularization"], _REGULARIZATIONS),
-            optimizer=optimizer, learning_rate=float(stored["learning_rate"]),
+            optimizer=optimizer, schedule=schedule, learning_rate=float(stored["learning_rate"]),
             key=jax.random.wrap_key_data(np.asarray(stored["key"], np.uint32),
                                          impl=stored["key_impl"]),
             **{k: int(stored[k]) for k in ("steps", "seq_len", "batch_size", "warmup",

@@ -20,6 +20,7 @@ from ._ensemble import Ensemble
 from ._fit_setup import default_optimizer as default_optimizer
 from ._fit_setup import make_plan
 from ._regularization import Regularization
+from ._schedule import AbstractSchedule
 from ._signals import interrupt_on_sigterm
 from ._solver import AbstractSolver
 from ._trainer import Trainer
@@ -171,6 +172,7 @@ def fit(
     monitor_every: int | None = None,
     validation: Any = None,
     keep: str = "last",
+    schedule: AbstractSchedule | None = None,
 ) -> FitResult:
     """Train a model (or every member of an `Ensemble`) on random windows of `seq_len + 1`
     observations: generalized teacher forcing for the shPLRNN family (solved by GTF-DEER or
@@ -187,7 +189,9 @@ def fit(
       `alpha_every` / `alpha_gamma` set `every` / `gamma` of `"adaptive"`.
     - `steps`: updates; `seq_len`: T; `batch_size`: windows per update; `warmup`: T_w < T
       (forced with α = 1, left out of the loss).
-    - `learning_rate` / `optimizer`: default RAdam, cosine decay to lr/50, clipping at 10.
+    - `learning_rate` / `optimizer`: default RAdam, cosine decay to lr/50, clipping at 10;
+      `schedule`: the default optimizer's learning-rate schedule, a `dsr.CosineDecay()`
+      (the default) or `dsr.ExponentialDecay(final=1e-6)` (the GTF authors').
     - `solver`: `dsr.DEER(...)`, `dsr.Sequential()`, or `"deer"`, `"quasi"`,
       `"sequential"`, `"auto"` (see `dsr.resolve_solver`).
     - `regularization`: a `dsr.Regularization` (MAR, L1(B), L2(B)); `inputs`: external

@@ -18,10 +18,11 @@ from ._alpha import AbstractAlpha, as_alpha
 from ._checkpoint import check_compatible, differences, read_header, stored_arguments, structure
 from ._checks import (ArgumentTypeError, check_bool, check_choice, check_int, check_key,
                       check_optional_int, check_path, check_real)
-from ._config import describe_optimizer, to_config
+from ._config import describe_optimizer, from_config, to_config
 from ._ensemble import Ensemble, as_stack
 from ._io import read_kind
 from ._regularization import Regularization
+from ._schedule import AbstractSchedule, CosineDecay
 from ._serialization import model_spec
 from ._sharding import Placement, resolve_devices
 from ._solver import resolve_solver
@@ -35,12 +36,22 @@ RESUME_SETTINGS = ("check", "checkpoint", "call")
 
 
 @functools.lru_cache(maxsize=64)
-def default_optimizer(learning_rate: float, steps: int) -> optax.GradientTransformation:
-    """RAdam with cosine decay from `learning_rate` to `learning_rate/50` and gradient
-    clipping at norm 10 (the paper decays 5e-5 → 1e-6 over 150k updates). Cached, so equal
-    settings give the same object and `fit` reuses its compiled step."""
-    schedule = optax.cosine_decay_schedule(learning_rate, max(steps, 1), alpha=0.02)
-    return optax.chain(optax.clip_by_global_norm(10.0), optax.radam(schedule))
+def default_optimizer(learning_rate: float, steps: int,
+                      schedule: AbstractSchedule | None = None) -> optax.GradientTransformation:
+    """RAdam with the learning-rate `schedule` (default `CosineDecay()`: cosine from
+    `learning_rate` to `learning_rate/50`) and gradient clipping at norm 10 (the paper
+    decays 5e-5 → 1e-6 over 150k updates). Cached, so equal settings give the same object
+    and `fit` reuses its compiled step."""
+    schedule = CosineDecay() if schedule is None else schedule
+    return optax.chain(optax.clip_by_global_norm(10.0),
+                       optax.radam(schedule(learning_rate, steps)))
+
+
+def _check_schedule(schedule):
+    if schedule is not None and not isinstance(schedule, AbstractSchedule):
+        raise ArgumentTypeError("`schedule` must be a dsr.CosineDecay, dsr.ExponentialDecay "
+                                f"(an AbstractSchedule) or None; got {schedule!r}.")
+    return None if schedule == CosineDecay() else schedule
 
 
 def as_series(name: str, data, obs_dim: int, dtype) -> list[np.ndarray]:
@@ -231,10 +242,15 @@ def _validate(model, data, alpha, kw) -> Call:
     series, val = make_validation(kw["validation"], kw["keep"], n["eval_every"], series,
                                   one.obs_dim, dtype, n["seq_len"], n["steps"])
     K = model.n_members if isinstance(model, Ensemble) else 1
-    opt = kw["optimizer"]
+    opt, schedule = kw["optimizer"], _check_schedule(kw["schedule"])
+    if opt is not None and schedule is not None:
+        raise ValueError("`schedule` sets the default optimizer's learning rate; with your "
+                         "own `optimizer`, put the schedule into it.")
     opt_spec = None if opt is not None else {"name": "radam+cosine+clip", "lr": lr,
                                              "steps": n["steps"]}
-    optimizer = default_optimizer(lr, n["steps"]) if opt is None else opt
+    if schedule is not None:  # the default cosine keeps the old text (old checkpoints)
+        opt_spec = dict(opt_spec, name="radam+schedule+clip", schedule=to_config(schedule))
+    optimizer = default_optimizer(lr, n["steps"], schedule) if opt is None else opt
     settings = _settings(n, lr, strategy, solver_obj, kw["regularization"],
                          describe_optimizer(optimizer, opt_spec), key, K, dtype)
     if val is not None:  # only then: checkpoints of runs without validation stay compatible

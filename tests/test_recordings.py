@@ -134,6 +134,7 @@ def test_cli_validation_and_keep_best_are_recorded(tmp_path):
     argv = ["fit", str(tmp_path / "x.npy"), "--hidden-dim", "8", "--seq-len", "16",
             "--batch-size", "2", "--steps", "4", "--monitor-every", "0", "--no-progress",
             "--no-plots", "--validation", "0.3", "--keep", "best", "--eval-every", "2",
+            "--lr-schedule", "exponential:1e-5",
             "--out", str(tmp_path / "run")]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -145,3 +146,23 @@ def test_cli_validation_and_keep_best_are_recorded(tmp_path):
     v = cfg["fit"]["validation"]
     assert v["step"] == [2, 4] and len(v["D_stsp"][0]) == 2 and v["keep"] == "best"
     assert cfg["fit"]["settings"]["validation"]["fraction"] == 0.3
+    assert cfg["fit"]["settings"]["optimizer"]["schedule"]["final"] == 1e-5
+
+
+def test_exponential_schedule_reaches_its_floor_and_is_recorded(tmp_path):
+    sched = dsr.ExponentialDecay(final=1e-6)(1e-3, 100)
+    np.testing.assert_allclose([sched(0), sched(50), sched(100), sched(200)],
+                               [1e-3, np.sqrt(1e-9), 1e-6, 1e-6], rtol=1e-5)
+    model = dsr.ShPLRNN(3, 3, 8, key=jax.random.key(0))
+    kw = dict(seq_len=16, batch_size=2, progress=False, monitor_every=0, solver="sequential",
+              steps=4, checkpoint_every=2)
+    ckpt = tmp_path / "s.ckpt"
+    res = dsr.fit(model, _lorenz(), 0.1, schedule=dsr.ExponentialDecay(1e-5), checkpoint=ckpt,
+                  **kw)
+    assert res.settings["optimizer"]["schedule"] == {"class": "ExponentialDecay",
+                                                     "final": 1e-5}
+    again = dsr.fit(model, _lorenz(), 0.1, resume=ckpt, resume_settings="checkpoint",
+                    **dict(kw, checkpoint=None))
+    assert again.settings == res.settings
+    with pytest.raises(ValueError, match="final"):
+        dsr.ExponentialDecay(final=-1.0)

@@ -25,7 +25,7 @@ from ._run import (CONFIG_VERSION, RunFolder, device, now, read_history, run_key
 from ._data import Standardization, load_recordings, sha256
 from ._errors import CLIError
 from ._evaluate import draw_reference, evaluate_and_draw
-from ._options import FIT_OPTIONS, IDENTITY, OUTPUT, TRAINING_SETTINGS, resolve
+from ._options import FIT_OPTIONS, IDENTITY, OUTPUT, TRAINING_SETTINGS, resolve, schedule_object
 
 MODEL_CLASSES = {"shplrnn": ShPLRNN, "clipped": ClippedShPLRNN, "lssm": LSSM}
 
@@ -247,7 +247,8 @@ def train(run, cfg, opts, data: Prepared, model, argv, resume_settings) -> int:
                   checkpoint=run.checkpoint, checkpoint_every=opts["checkpoint_every"],
                   resume=resume, resume_settings=resume_settings or "check",
                   monitor_every=opts["monitor_every"], validation=data.validation,
-                  keep=opts["keep"], eval_every=opts["eval_every"])
+                  keep=opts["keep"], eval_every=opts["eval_every"],
+                  schedule=schedule_object(opts.get("lr_schedule", "cosine")))
     except Exception as e:
         cfg["fit"].update(status="failed", error=str(e))
         run.write_config(cfg)

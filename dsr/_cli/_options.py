@@ -141,6 +141,28 @@ def _validation(label, v):
     return f
 
 
+def _schedule(label, v):
+    """'cosine' or 'exponential[:FINAL]' (FINAL: the learning rate at the end, default 1e-6)."""
+    text = str(v).strip().lower()
+    name, _, final = text.partition(":")
+    try:
+        if name == "cosine" and not final:
+            return "cosine"
+        if name in ("exponential", "exp") and float(final or 1e-6) > 0:
+            return f"exponential:{float(final or 1e-6):g}"
+    except ValueError:
+        pass
+    raise CLIError(f"{label} must be 'cosine' or 'exponential[:FINAL]' (e.g. exponential:1e-6); "
+                   f"got {v!r}.")
+
+
+def schedule_object(text: str):
+    """The `dsr` schedule of an `--lr-schedule` value (None: the default cosine)."""
+    from .._schedule import ExponentialDecay
+
+    return None if text == "cosine" else ExponentialDecay(float(text.partition(":")[2]))
+
+
 def _bool(label, v):
     if isinstance(v, bool):
         return v
@@ -209,6 +231,9 @@ TRAINING = [
            "loss)", "training"),
     Option("lr", _float(), F["learning_rate"], "learning rate (RAdam, cosine decay to lr/50)",
            "training"),
+    Option("lr_schedule", _schedule, "cosine", "learning-rate schedule: cosine (to lr/50) or "
+           "exponential[:FINAL] (geometric decay to FINAL, default 1e-6, as the GTF authors)",
+           "training", "NAME"),
     Option("solver", _choice(*SOLVERS), F["solver"], "GTF solver", "training"),
     Option("runs", integer(1), 1, "independent runs K, trained together as one ensemble",
            "training", "K"),
@@ -250,7 +275,8 @@ BY_NAME = {o.name: o for o in FIT_OPTIONS}
 IDENTITY = ("data", "inputs", "columns", "key", "standardize", "model", "latent_dim",
             "hidden_dim", "rank", "runs", "seed")
 #: Options that change the training result; changing one on resume needs --resume-settings.
-TRAINING_SETTINGS = ("alpha", "steps", "seq_len", "batch_size", "warmup", "lr", "solver",
+TRAINING_SETTINGS = ("alpha", "steps", "seq_len", "batch_size", "warmup", "lr", "lr_schedule",
+                     "solver",
                      "validation", "keep", "eval_every")
 
 
