@@ -219,7 +219,7 @@ def fit(
       `data_gen.Dataset` (its `test`), or a fraction in (0, 1) of the training data taken
       from the end of its last series. Every `eval_every` updates (default: `steps // 20`)
       each member runs freely from a context of the first tenth of it (at most `seq_len`
-      steps) for its full length; the binning D_stsp (30 bins per axis) and D_H of that run
+      steps) for its full length; the binning D_stsp (`min(30, ⌊T^(1/N)⌋)`, at least 4, bins per axis) and D_H of that run
       go into `history["eval"]` and `FitResult.validation`. A diverged orbit scores inf.
     - `keep`: `"last"` (the parameters after the last update) or `"best"` (each member's
       parameters at its lowest validation D_stsp; kept in the checkpoint, so resume keeps

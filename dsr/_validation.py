@@ -1,6 +1,6 @@
 """Free-run validation during `fit`: every `eval_every` updates each member runs freely from a
 context of held-out data for the data's length, the literature's measures against the data
-(binning D_stsp, Hess et al. (2023), arXiv:2306.04406; D_H, the power-spectrum Hellinger
+(binning D_stsp with `n_bins` per axis, Hess et al. (2023), arXiv:2306.04406; D_H, the power-spectrum Hellinger
 distance) go into the history, and with `keep="best"` each member's parameters at its best
 validation score are kept (in the result and in the checkpoint, so resume keeps them).
 
@@ -25,8 +25,15 @@ from ._free_run import data_range, orbit_status
 from ._sharding import to_host
 
 KEEP = ("last", "best")
-#: Bins per axis of the validation D_stsp (the GTF authors' histogram estimator).
+#: Bins per axis of the validation D_stsp (the GTF authors' histogram estimator): 30, fewer
+#: where the data have fewer than 30^N points (`n_bins`).
 N_BINS = 30
+
+
+def n_bins(n_points: int, n_dims: int) -> int:
+    """`min(30, max(4, ⌊n_points^(1/N)⌋))`: about one point per cell or more, so that the
+    Laplace smoothing of the empty cells does not swamp the histogram in high dimension."""
+    return int(min(N_BINS, max(4, np.floor(n_points ** (1.0 / n_dims) + 1e-9))))
 #: Frequency smoothing of the validation D_H.
 SMOOTHING = 20.0
 #: The free run starts after a context of this fraction of the validation data (at most
@@ -98,7 +105,7 @@ def make_validation(validation, keep, eval_every, series: list, obs_dim: int, dt
         spec = {"steps": len(x), "sha256": hashlib.sha256(x.tobytes()).hexdigest()}
     every = eval_every or max(1, steps // DEFAULT_EVALS)
     tc = int(min(seq_len, max(1, CONTEXT_FRACTION * len(x))))
-    settings = dict(spec, keep=keep, every=every, context=tc, n_bins=N_BINS)
+    settings = dict(spec, keep=keep, every=every, context=tc, n_bins=n_bins(*x.shape))
     return series, Validation(np.asarray(x, np.float64), np.asarray(x[:tc]), keep, every,
                               settings)
 
@@ -117,7 +124,7 @@ def member_scores(val: Validation, gen: np.ndarray) -> dict:
             d_stsp.append(float("inf"))
             d_h.append(1.0)
             continue
-        d_stsp.append(binned_divergence(val.x, g, N_BINS)[0])
+        d_stsp.append(binned_divergence(val.x, g, val.settings["n_bins"])[0])
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # constant dimensions of an orbit
             d_h.append(float(power_spectrum_distance(val.x, g, smoothing=SMOOTHING)))
