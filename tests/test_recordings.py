@@ -166,3 +166,30 @@ def test_exponential_schedule_reaches_its_floor_and_is_recorded(tmp_path):
     assert again.settings == res.settings
     with pytest.raises(ValueError, match="final"):
         dsr.ExponentialDecay(final=-1.0)
+
+
+@pytest.mark.parametrize("embed", ["3,4", "auto"])
+def test_delay_embed_one_column_csv_trains_and_generates(tmp_path, embed):
+    from dsr._cli import main
+
+    t = 0.1 * np.arange(1500)
+    np.savetxt(tmp_path / "ecg.csv", np.sin(t) + 0.3 * np.sin(2.3 * t), header="ecg",
+               comments="", fmt="%.6g")
+    run = tmp_path / "run"
+    argv = ["fit", str(tmp_path / "ecg.csv"), "--delay-embed", embed, "--hidden-dim", "8",
+            "--seq-len", "16", "--batch-size", "2", "--steps", "2", "--monitor-every", "0",
+            "--no-progress", "--no-plots", "--out", str(run)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main(argv) == 0
+        import json
+
+        cfg = json.loads((run / "config.json").read_text())
+        m, tau = cfg["data"]["delay_embed"]
+        assert cfg["data"]["names"][0] == "ecg(t)" and len(cfg["data"]["names"]) == m
+        if embed == "3,4":
+            assert (m, tau) == (3, 4)
+        assert main(["generate", str(run), "--steps", "50", "--context",
+                     str(tmp_path / "ecg.csv"), "--out", str(tmp_path / "g.npy")]) == 0
+    assert np.load(tmp_path / "g.npy").shape == (50, m)
+    assert np.load(tmp_path / "g_channel.npy").shape == (50,)

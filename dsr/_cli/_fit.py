@@ -22,7 +22,7 @@ from .._serialization import model_spec, save
 from ..models import LSSM, ClippedShPLRNN, ShPLRNN
 from ._run import (CONFIG_VERSION, RunFolder, device, now, read_history, run_keys, versions,
                    write_history)
-from ._data import Standardization, load_recordings, sha256
+from ._data import Standardization, embed_series, load_recordings, sha256
 from ._errors import CLIError
 from ._evaluate import draw_reference, evaluate_and_draw
 from ._options import FIT_OPTIONS, IDENTITY, OUTPUT, TRAINING_SETTINGS, resolve, schedule_object
@@ -44,11 +44,15 @@ class Prepared:
     names: list
     dt: float | None
     validation: object = None  # a fraction, or the standardized validation array
+    delay_embed: list | None = None  # [m, tau] when the data were delay-embedded
 
 
 def prepare_data(opts: dict) -> Prepared:
     keys = opts["key"] or [None, None]
     series = load_recordings(opts["data"], role="data", columns=opts["columns"], key=keys[0])
+    emb = delay_embedding(opts, series[0])
+    if emb is not None:
+        series = [embed_series(s, *emb) for s in series]
     names = series[0].names
     for s in series:
         if len(s.x) < opts["seq_len"] + 1:
@@ -58,7 +62,8 @@ def prepare_data(opts: dict) -> Prepared:
     test = test_x = None
     if opts["test"] is not None:
         test = load_recordings([opts["test"]], role="test", columns=opts["columns"],
-                               key=keys[-1], like=names)[0]
+                               key=keys[-1], like=None if emb else names)[0]
+        test = embed_series(test, *emb) if emb else test
         need = opts["context_steps"] + opts["n_rmse"]
         if len(test.x) < need:
             raise CLIError(f"{opts['test']}: {len(test.x)} time steps; the evaluation needs "
@@ -81,10 +86,11 @@ def prepare_data(opts: dict) -> Prepared:
     dt = opts["dt"] if opts["dt"] is not None else series[0].dt
     val = opts["validation"]
     if isinstance(val, str):
-        val = std.apply(load_recordings([val], role="validation", columns=opts["columns"],
-                                        like=names)[0].x)
+        v = load_recordings([val], role="validation", columns=opts["columns"],
+                            like=None if emb else names)[0]
+        val = std.apply((embed_series(v, *emb) if emb else v).x)
     return Prepared(series, [std.apply(s.x) for s in series], test, test_x, inputs,
-                    inputs_info, std, names, dt, val)
+                    inputs_info, std, names, dt, val, emb)
 
 
 def build_model(opts: dict, n_obs: int, n_inputs: int, key):
@@ -102,8 +108,25 @@ def build_model(opts: dict, n_obs: int, n_inputs: int, key):
     return make(key) if opts["runs"] == 1 else ensemble(make, opts["runs"], key=key)
 
 
+def delay_embedding(opts: dict, first) -> list | None:
+    """`[m, tau]` of `--delay-embed` (chosen from the first training file for `auto`)."""
+    emb = opts.get("delay_embed")
+    if emb != "auto":
+        return emb
+    from .._delay import choose_embedding
+
+    if first.x.shape[1] != 1:
+        raise CLIError(f"{first.info['path']}: --delay-embed needs one column; the file has "
+                       f"{first.x.shape[1]}.")
+    try:
+        return list(choose_embedding(first.x[:, 0]))
+    except ValueError as e:
+        raise CLIError(f"--delay-embed auto: {e}") from None
+
+
 def _data_record(data: Prepared) -> dict:
     return {"files": [s.info for s in data.series], "names": data.names, "dt": data.dt,
+            "delay_embed": data.delay_embed,
             "test": None if data.test is None else data.test.info,
             "inputs": data.inputs_info}
 

@@ -163,6 +163,15 @@ def schedule_object(text: str):
     return None if text == "cosine" else ExponentialDecay(float(text.partition(":")[2]))
 
 
+def _delay_embed(label, v):
+    """None, 'auto' or [m, tau]."""
+    if v is None or (isinstance(v, str) and v.strip().lower() in ("", "none")):
+        return None
+    if isinstance(v, str) and v.strip().lower() == "auto":
+        return "auto"
+    return _embedding(label, v)
+
+
 def _bool(label, v):
     if isinstance(v, bool):
         return v
@@ -210,6 +219,10 @@ DATA = [
            "data", "NAME"),
     Option("standardize", _bool, True, "standardize every variable with the training data's "
            "mean and std (stored in the run folder)", "data", flag=True),
+    Option("delay_embed", _delay_embed, None, "train on the delay embedding (x_t, x_{t-tau}, "
+           "…) of a one-column recording: M,TAU, or auto (tau: first minimum of the mutual "
+           "information; M: false nearest neighbours below 5 %%; see dsr.choose_embedding)",
+           "data", "M,TAU|auto"),
     Option("dt", _float(0.0, optional=True), None, "sampling step in your time unit (λ_max is "
            "per time unit; default: a data_gen set's dt, else 1 = per step)", "data"),
 ]
@@ -272,7 +285,7 @@ FIT_OPTIONS = DATA + MODEL + TRAINING + EVALUATION + OUTPUT
 EVAL_OPTIONS = EVALUATION + OUTPUT
 BY_NAME = {o.name: o for o in FIT_OPTIONS}
 #: Options that fix what the run is; `fit --resume` refuses to change them.
-IDENTITY = ("data", "inputs", "columns", "key", "standardize", "model", "latent_dim",
+IDENTITY = ("data", "inputs", "columns", "key", "standardize", "delay_embed", "model", "latent_dim",
             "hidden_dim", "rank", "runs", "seed")
 #: Options that change the training result; changing one on resume needs --resume-settings.
 TRAINING_SETTINGS = ("alpha", "steps", "seq_len", "batch_size", "warmup", "lr", "lr_schedule",
