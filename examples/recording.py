@@ -207,6 +207,10 @@ def main(argv=None):
     t1 = time.perf_counter()
     res = train(x_train, s, a.seed, os.path.join(a.out, "fit.ckpt"))
     train_s = time.perf_counter() - t1
+    if res.interrupted:
+        print(f"interrupted after {len(res.history['wall_time'])} updates; run the same "
+              "command again to resume from the checkpoint")
+        return None
     rows, runs = evaluate_all(res, x_train, x_test, s, fs)
     cols = ["name", "status", "D_stsp", "D_H", "beats", "rr_mean", "rr_std", "rr_median",
             "premature", "max_abs", "best_step"]

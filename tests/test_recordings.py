@@ -193,3 +193,26 @@ def test_delay_embed_one_column_csv_trains_and_generates(tmp_path, embed):
                      str(tmp_path / "ecg.csv"), "--out", str(tmp_path / "g.npy")]) == 0
     assert np.load(tmp_path / "g.npy").shape == (50, m)
     assert np.load(tmp_path / "g_channel.npy").shape == (50,)
+
+
+@pytest.mark.slow
+def test_recording_example_quick_on_the_synthetic_ecg(tmp_path):
+    import json
+    import sys
+    from pathlib import Path
+
+    root = str(Path(__file__).resolve().parents[1])
+    if root not in sys.path:  # `examples` is a folder of scripts, not an installed package
+        sys.path.insert(0, root)
+    from examples import recording
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rows = recording.main(["--synthetic", "--quick", "--out", str(tmp_path)])
+    out = json.loads((tmp_path / "recording.json").read_text())
+    names = [r["name"] for r in out["rows"]]
+    assert names[:4] == [f"member {i}" for i in range(4)] and "VAR(1)" in names
+    assert "floor (training part)" in names and len(rows) == len(names)
+    assert (tmp_path / "recording.png").stat().st_size > 0
+    assert {"D_stsp", "D_H", "rr_mean", "rr_std", "premature", "status"} <= set(out["rows"][0])
+    assert out["validation_s"] > 0 and len(out["validation"]["step"]) >= 1
