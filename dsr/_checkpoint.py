@@ -70,6 +70,7 @@ def stored_arguments(path: str, stored: dict, call_optimizer, call_settings: dic
             solver=from_config(stored["solver"], _SOLVERS),
             regularization=from_config(stored["regularization"], _REGULARIZATIONS),
             optimizer=optimizer, schedule=schedule, learning_rate=float(stored["learning_rate"]),
+            noise=float(stored.get("noise", 0.0)),
             key=jax.random.wrap_key_data(np.asarray(stored["key"], np.uint32),
                                          impl=stored["key_impl"]),
             **{k: int(stored[k]) for k in ("steps", "seq_len", "batch_size", "warmup",

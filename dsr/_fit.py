@@ -173,6 +173,7 @@ def fit(
     validation: Any = None,
     keep: str = "last",
     schedule: AbstractSchedule | None = None,
+    noise: float = 0.0,
 ) -> FitResult:
     """Train a model (or every member of an `Ensemble`) on random windows of `seq_len + 1`
     observations: generalized teacher forcing for the shPLRNN family (solved by GTF-DEER or
@@ -192,6 +193,9 @@ def fit(
     - `learning_rate` / `optimizer`: default RAdam, cosine decay to lr/50, clipping at 10;
       `schedule`: the default optimizer's learning-rate schedule, a `dsr.CosineDecay()`
       (the default) or `dsr.ExponentialDecay(final=1e-6)` (the GTF authors').
+    - `noise`: Gaussian noise augmentation of the teacher signals (the GTF code's
+      `gaussian_noise_level`): every update the windows that force the model get fresh
+      N(0, noise²) noise, in the data's units; the loss targets stay clean. 0: none.
     - `solver`: `dsr.DEER(...)`, `dsr.Sequential()`, or `"deer"`, `"quasi"`,
       `"sequential"`, `"auto"` (see `dsr.resolve_solver`).
     - `regularization`: a `dsr.Regularization` (MAR, L1(B), L2(B)); `inputs`: external

@@ -225,6 +225,7 @@ def _validate(model, data, alpha, kw) -> Call:
                       kw["checkpoint_every"], kw["max_failures"], kw["eval_every"],
                       kw["monitor_every"])
     lr = check_real("learning_rate", kw["learning_rate"], 0.0, lo_open=True)
+    n["noise"] = check_real("noise", kw["noise"], 0.0)
     key = check_key("key", jax.random.key(0) if kw["key"] is None else kw["key"])
     if not jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key):  # a raw uint32[2] key
         key = jax.random.wrap_key_data(key)
@@ -255,6 +256,8 @@ def _validate(model, data, alpha, kw) -> Call:
                          describe_optimizer(optimizer, opt_spec), key, K, dtype)
     if val is not None:  # only then: checkpoints of runs without validation stay compatible
         settings["validation"] = val.settings
+    if n["noise"]:  # likewise
+        settings["noise"] = n["noise"]
     expected = dict(model=model_spec(model), data_sha256=fingerprint(series, inp),
                     settings=settings, structure=structure(
                         model.stacked if isinstance(model, Ensemble) else model,
@@ -314,7 +317,7 @@ def make_plan(model, data, alpha, **kw) -> Plan:
     placement = Placement(K, resolve_devices(kw["devices"]))
     cfg = StepConfig(call.solver, call.regularization, call.optimizer, call.strategy,
                      n["batch_size"], n["warmup"], n["max_failures"],
-                     isinstance(call.one, AbstractGTFModel))
+                     isinstance(call.one, AbstractGTFModel), n["noise"])
     keys = jax.random.split(call.key, K) if is_ens else call.key[None]
     windows = Windows.from_series(call.series, call.inputs, n["seq_len"] + 1)
     options = dict(checkpoint=kw["checkpoint"], checkpoint_every=n["checkpoint_every"],

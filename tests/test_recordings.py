@@ -134,7 +134,7 @@ def test_cli_validation_and_keep_best_are_recorded(tmp_path):
     argv = ["fit", str(tmp_path / "x.npy"), "--hidden-dim", "8", "--seq-len", "16",
             "--batch-size", "2", "--steps", "4", "--monitor-every", "0", "--no-progress",
             "--no-plots", "--validation", "0.3", "--keep", "best", "--eval-every", "2",
-            "--lr-schedule", "exponential:1e-5",
+            "--lr-schedule", "exponential:1e-5", "--noise", "0.05",
             "--out", str(tmp_path / "run")]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -147,6 +147,7 @@ def test_cli_validation_and_keep_best_are_recorded(tmp_path):
     assert v["step"] == [2, 4] and len(v["D_stsp"][0]) == 2 and v["keep"] == "best"
     assert cfg["fit"]["settings"]["validation"]["fraction"] == 0.3
     assert cfg["fit"]["settings"]["optimizer"]["schedule"]["final"] == 1e-5
+    assert cfg["fit"]["settings"]["noise"] == 0.05 and cfg["options"]["noise"] == 0.05
 
 
 def test_exponential_schedule_reaches_its_floor_and_is_recorded(tmp_path):
@@ -216,3 +217,20 @@ def test_recording_example_quick_on_the_synthetic_ecg(tmp_path):
     assert (tmp_path / "recording.png").stat().st_size > 0
     assert {"D_stsp", "D_H", "rr_mean", "rr_std", "premature", "status"} <= set(out["rows"][0])
     assert out["validation_s"] > 0 and len(out["validation"]["step"]) >= 1
+
+
+def test_teacher_noise_changes_training_is_recorded_and_resumes(tmp_path):
+    model = dsr.ShPLRNN(3, 3, 8, key=jax.random.key(0))
+    kw = dict(seq_len=16, batch_size=2, progress=False, monitor_every=0, solver="sequential",
+              steps=4, checkpoint_every=2)
+    clean = dsr.fit(model, _lorenz(), 0.1, **kw)
+    noisy = dsr.fit(model, _lorenz(), 0.1, noise=0.1, checkpoint=tmp_path / "n.ckpt", **kw)
+    assert noisy.settings["noise"] == 0.1 and "noise" not in clean.settings
+    assert any(not np.array_equal(a, b) for a, b in zip(_leaves(clean.model),
+                                                         _leaves(noisy.model)))
+    np.testing.assert_array_equal(clean.history["mse"].shape, noisy.history["mse"].shape)
+    again = dsr.fit(model, _lorenz(), 0.1, noise=0.1, **kw)
+    for a, b in zip(_leaves(noisy.model), _leaves(again.model)):
+        np.testing.assert_array_equal(a, b)
+    with pytest.raises(ValueError, match="noise"):
+        dsr.fit(model, _lorenz(), 0.1, noise=-1.0, **kw)

@@ -271,7 +271,8 @@ def train(run, cfg, opts, data: Prepared, model, argv, resume_settings) -> int:
                   resume=resume, resume_settings=resume_settings or "check",
                   monitor_every=opts["monitor_every"], validation=data.validation,
                   keep=opts["keep"], eval_every=opts["eval_every"],
-                  schedule=schedule_object(opts.get("lr_schedule", "cosine")))
+                  schedule=schedule_object(opts.get("lr_schedule", "cosine")),
+                  noise=opts.get("noise", 0.0))
     except Exception as e:
         cfg["fit"].update(status="failed", error=str(e))
         run.write_config(cfg)

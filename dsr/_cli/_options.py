@@ -141,6 +141,17 @@ def _validation(label, v):
     return f
 
 
+def _nonnegative(label, v):
+    """A finite number ≥ 0."""
+    if not isinstance(v, bool) and isinstance(v, (int, float, str)):
+        try:
+            if float(v) == 0:
+                return 0.0
+        except ValueError:
+            pass
+    return _float()(label, v)
+
+
 def _schedule(label, v):
     """'cosine' or 'exponential[:FINAL]' (FINAL: the learning rate at the end, default 1e-6)."""
     text = str(v).strip().lower()
@@ -244,6 +255,8 @@ TRAINING = [
            "loss)", "training"),
     Option("lr", _float(), F["learning_rate"], "learning rate (RAdam, cosine decay to lr/50)",
            "training"),
+    Option("noise", _nonnegative, F["noise"], "Gaussian noise (std, standardized units) added to "
+           "the teacher signals every update; the targets stay clean (0: none)", "training"),
     Option("lr_schedule", _schedule, "cosine", "learning-rate schedule: cosine (to lr/50) or "
            "exponential[:FINAL] (geometric decay to FINAL, default 1e-6, as the GTF authors)",
            "training", "NAME"),
@@ -289,6 +302,7 @@ IDENTITY = ("data", "inputs", "columns", "key", "standardize", "delay_embed", "m
             "hidden_dim", "rank", "runs", "seed")
 #: Options that change the training result; changing one on resume needs --resume-settings.
 TRAINING_SETTINGS = ("alpha", "steps", "seq_len", "batch_size", "warmup", "lr", "lr_schedule",
+                     "noise",
                      "solver",
                      "validation", "keep", "eval_every")
 
