@@ -19,6 +19,9 @@ from . import metrics as metrics
 from ._alpha import estimate_alpha as estimate_alpha
 from ._alpha import AbstractAlpha as AbstractAlpha, AdaptiveAlpha as AdaptiveAlpha
 from ._alpha import ConstantAlpha as ConstantAlpha
+from ._schedule import AbstractSchedule as AbstractSchedule, CosineDecay as CosineDecay
+from ._schedule import ExponentialDecay as ExponentialDecay
+from ._delay import choose_embedding as choose_embedding
 from ._ensemble import Ensemble as Ensemble, ensemble as ensemble
 from ._fit import FitResult as FitResult, fit as fit
 from ._free_run import OrbitStatus as OrbitStatus, orbit_status as orbit_status

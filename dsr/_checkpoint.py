@@ -20,6 +20,7 @@ from ._config import from_config
 from ._history import History
 from ._io import FileFormatError, read_container, write_container
 from ._regularization import Regularization
+from ._schedule import SCHEDULES
 from ._serialization import deserialize, serialize
 from ._deer import DEER
 from ._solver import Sequential
@@ -51,8 +52,11 @@ def stored_arguments(path: str, stored: dict, call_optimizer, call_settings: dic
     optimizer is rebuilt from its learning rate and steps; a user's optimizer cannot be read
     back from a file, so it must be the call's (of the same type)."""
     opt = stored.get("optimizer") or {}
+    schedule = None
     if opt.get("kind") == "default":
         optimizer = None
+        if opt.get("schedule") is not None:
+            schedule = from_config(opt["schedule"], SCHEDULES)
     elif opt == call_settings.get("optimizer"):
         optimizer = call_optimizer
     else:
@@ -65,7 +69,8 @@ def stored_arguments(path: str, stored: dict, call_optimizer, call_settings: dic
             alpha=from_config(stored["alpha"], _ALPHAS), alpha_every=None, alpha_gamma=None,
             solver=from_config(stored["solver"], _SOLVERS),
             regularization=from_config(stored["regularization"], _REGULARIZATIONS),
-            optimizer=optimizer, learning_rate=float(stored["learning_rate"]),
+            optimizer=optimizer, schedule=schedule, learning_rate=float(stored["learning_rate"]),
+            noise=float(stored.get("noise", 0.0)),
             key=jax.random.wrap_key_data(np.asarray(stored["key"], np.uint32),
                                          impl=stored["key_impl"]),
             **{k: int(stored[k]) for k in ("steps", "seq_len", "batch_size", "warmup",
@@ -75,12 +80,16 @@ def stored_arguments(path: str, stored: dict, call_optimizer, call_settings: dic
                          f"cannot be restored ({type(e).__name__}: {e}).") from None
 
 
-def save_checkpoint(path: str, state, history: History, header: dict) -> None:
-    """Append the new history records, then write the state atomically (in this order, so a
-    checkpoint never points at records that are not on disk)."""
+def save_checkpoint(path: str, state, history: History, header: dict, best=None) -> None:
+    """Append the new history records, then write the state (and, with free-run validation,
+    the best parameters, scores and steps `best`) atomically (in this order, so a checkpoint
+    never points at records that are not on disk)."""
     record = history.flush(history_path(path))
     head = dict(header, step=int(state.step), history=dict(record, fields=list(history.fields)))
-    write_container(path, "checkpoint", head, serialize(state))
+    if best is not None:
+        head["best"] = True
+    write_container(path, "checkpoint", head,
+                    serialize(state if best is None else (state, best)))
 
 
 def read_header(path: str) -> tuple[dict, bytes]:
@@ -142,9 +151,22 @@ def _structure_difference(stored, current) -> str:
     return "model arrays (checkpoint vs call): " + ", ".join(diff[:4])
 
 
-def restore(path: str, header: dict, payload: bytes, like_state, n_members: int):
-    """`(state, history)` from a verified checkpoint; `like_state` gives the structure."""
-    state = deserialize(payload, like_state, path)
+def restore(path: str, header: dict, payload: bytes, like_state, n_members: int,
+            like_best=None):
+    """`(state, history, best)` from a verified checkpoint; `like_state` (and `like_best`, the
+    validation's best parameters, scores and steps) give the structure; `best` is None for a
+    checkpoint written without validation."""
+    best = None
+    if header.get("best"):
+        if like_best is None:
+            raise ValueError(f"`resume`: {path!r} was written with free-run validation; pass "
+                             "the same `validation=` to continue it.")
+        state, best = deserialize(payload, (like_state, like_best), path)
+    elif like_best is not None and int(header.get("step", 0)) > 0:
+        raise ValueError(f"`resume`: {path!r} was written without free-run validation; "
+                         "resume it without `validation=`.")
+    else:
+        state = deserialize(payload, like_state, path)
     h = header.get("history")
     if not isinstance(h, dict) or not isinstance(h.get("fields"), list):
         raise FileFormatError(f"{path!r}: the header has no history record.")
@@ -152,4 +174,4 @@ def restore(path: str, header: dict, payload: bytes, like_state, n_members: int)
     if len(history) != int(header["step"]) or int(state.step) != int(header["step"]):
         raise FileFormatError(f"{path!r}: {len(history)} history rows and a state at step "
                               f"{int(state.step)} for step {header['step']}.")
-    return state, history
+    return state, history, best

@@ -20,9 +20,11 @@ from ._ensemble import Ensemble
 from ._fit_setup import default_optimizer as default_optimizer
 from ._fit_setup import make_plan
 from ._regularization import Regularization
+from ._schedule import AbstractSchedule
 from ._signals import interrupt_on_sigterm
 from ._solver import AbstractSolver
 from ._trainer import Trainer
+from ._validation import validation_history
 from .models import AbstractModel
 
 
@@ -43,7 +45,12 @@ class FitResult:
     - `interrupted`: stopped by Ctrl-C / SIGTERM; `checkpoint`: the last checkpoint written.
     - `stopped`: members that diverged even sequentially and were frozen (a bool, or one per
       member); `free_run`: the last free-run check (`status` "ok", "diverged" or
-      "collapsed", `step`, `size`, `after_updates`), a dict or one per member.
+      "collapsed" or "off", `step`, `size`, `reason`, `after_updates`), a dict or one per
+      member.
+    - `validation` (with `validation=`): `step` (E,), the binning `D_stsp` and `D_H` of each
+      validation free run (`(E,)`, or `(K, E)` for an ensemble), `best_step` and
+      `best_score` (each member's best validation step and D_stsp; -1 and inf before any
+      finite score), `keep`, and `seconds` (time spent validating in this call).
     """
 
     model: Any
@@ -54,6 +61,7 @@ class FitResult:
     checkpoint: str | None = None
     stopped: Any = False
     free_run: Any = None
+    validation: dict | None = None
 
 
 def _progress_bar(trainer: Trainer, enabled: bool):
@@ -129,11 +137,17 @@ def _result(trainer: Trainer, interrupted: bool) -> FitResult:
                       "consecutive batches whose parallel solve failed (history['alpha_raised']); "
                       f"final alpha {np.round(alpha.astype(float), 3).tolist()}.", stacklevel=3)
     one = (lambda a: a) if p.is_ensemble else (lambda a: a[0])  # noqa: E731
-    return FitResult(model=trainer.current_model(), history=hist, settings=p.settings,
+    val = None
+    if p.validation is not None:
+        val = validation_history(trainer.history.evals, K, p.is_ensemble)
+        val.update(best_step=one(trainer.best[2]), best_score=one(trainer.best[1]),
+                   keep=p.validation.keep, seconds=trainer.validation_time)
+    return FitResult(model=trainer.current_model(kept=True), history=hist, settings=p.settings,
                      alpha=one(alpha.astype(float)) if p.is_ensemble else float(alpha[0]),
                      interrupted=interrupted, checkpoint=trainer.checkpoint_path,
                      stopped=one(~active) if p.is_ensemble else bool(~active[0]),
-                     free_run=trainer.free_run if p.is_ensemble else trainer.free_run[0])
+                     free_run=trainer.free_run if p.is_ensemble else trainer.free_run[0],
+                     validation=val)
 
 
 def fit(
@@ -163,6 +177,10 @@ def fit(
     max_failures: int = 5,
     devices: Any = None,
     monitor_every: int | None = None,
+    validation: Any = None,
+    keep: str = "last",
+    schedule: AbstractSchedule | None = None,
+    noise: float = 0.0,
 ) -> FitResult:
     """Train a model (or every member of an `Ensemble`) on random windows of `seq_len + 1`
     observations: generalized teacher forcing for the shPLRNN family (solved by GTF-DEER or
@@ -179,7 +197,12 @@ def fit(
       `alpha_every` / `alpha_gamma` set `every` / `gamma` of `"adaptive"`.
     - `steps`: updates; `seq_len`: T; `batch_size`: windows per update; `warmup`: T_w < T
       (forced with α = 1, left out of the loss).
-    - `learning_rate` / `optimizer`: default RAdam, cosine decay to lr/50, clipping at 10.
+    - `learning_rate` / `optimizer`: default RAdam, cosine decay to lr/50, clipping at 10;
+      `schedule`: the default optimizer's learning-rate schedule, a `dsr.CosineDecay()`
+      (the default) or `dsr.ExponentialDecay(final=1e-6)` (the GTF authors').
+    - `noise`: Gaussian noise augmentation of the teacher signals (the GTF code's
+      `gaussian_noise_level`): every update the windows that force the model get fresh
+      N(0, noise²) noise, in the data's units; the loss targets stay clean. 0: none.
     - `solver`: `dsr.DEER(...)`, `dsr.Sequential()`, or `"deer"`, `"quasi"`,
       `"sequential"`, `"auto"` (see `dsr.resolve_solver`).
     - `regularization`: a `dsr.Regularization` (MAR, L1(B), L2(B)); `inputs`: external
@@ -201,7 +224,17 @@ def fit(
     - `devices`: None (default device), `"all"` or a list: shard an ensemble's members
       over the devices (also across hosts after `jax.distributed.initialize()`).
     - `monitor_every`: every so many updates (default: a quarter of `steps`; 0: never) run
-      the model freely from a data context and warn if the orbit diverges or collapses.
+      the model freely from a data context and warn if the orbit diverges, collapses or is
+      off the data's range (`dsr.orbit_status`).
+    - `validation`: free-run validation on held-out data — a (T, N) array, a
+      `data_gen.Dataset` (its `test`), or a fraction in (0, 1) of the training data taken
+      from the end of its last series. Every `eval_every` updates (default: `steps // 20`)
+      each member runs freely from a context of the first tenth of it (at most `seq_len`
+      steps) for its full length; the binning D_stsp (`min(30, ⌊T^(1/N)⌋)`, at least 4, bins per axis) and D_H of that run
+      go into `history["eval"]` and `FitResult.validation`. A diverged orbit scores inf.
+    - `keep`: `"last"` (the parameters after the last update) or `"best"` (each member's
+      parameters at its lowest validation D_stsp; kept in the checkpoint, so resume keeps
+      them; needs `validation`).
 
     An update whose loss or gradient is non-finite is never applied; a member with
     `10 × max_failures` such updates in a row is frozen (`FitResult.stopped`).

@@ -18,14 +18,16 @@ from ._alpha import AbstractAlpha, as_alpha
 from ._checkpoint import check_compatible, differences, read_header, stored_arguments, structure
 from ._checks import (ArgumentTypeError, check_bool, check_choice, check_int, check_key,
                       check_optional_int, check_path, check_real)
-from ._config import describe_optimizer, to_config
+from ._config import describe_optimizer, from_config, to_config
 from ._ensemble import Ensemble, as_stack
 from ._io import read_kind
 from ._regularization import Regularization
+from ._schedule import AbstractSchedule, CosineDecay
 from ._serialization import model_spec
 from ._sharding import Placement, resolve_devices
 from ._solver import resolve_solver
 from ._train_step import StepConfig
+from ._validation import Validation, make_validation
 from ._windows import Windows
 from .models import AbstractGTFModel, AbstractModel
 from .models._base import parameter_dtype
@@ -34,12 +36,22 @@ RESUME_SETTINGS = ("check", "checkpoint", "call")
 
 
 @functools.lru_cache(maxsize=64)
-def default_optimizer(learning_rate: float, steps: int) -> optax.GradientTransformation:
-    """RAdam with cosine decay from `learning_rate` to `learning_rate/50` and gradient
-    clipping at norm 10 (the paper decays 5e-5 → 1e-6 over 150k updates). Cached, so equal
-    settings give the same object and `fit` reuses its compiled step."""
-    schedule = optax.cosine_decay_schedule(learning_rate, max(steps, 1), alpha=0.02)
-    return optax.chain(optax.clip_by_global_norm(10.0), optax.radam(schedule))
+def default_optimizer(learning_rate: float, steps: int,
+                      schedule: AbstractSchedule | None = None) -> optax.GradientTransformation:
+    """RAdam with the learning-rate `schedule` (default `CosineDecay()`: cosine from
+    `learning_rate` to `learning_rate/50`) and gradient clipping at norm 10 (the paper
+    decays 5e-5 → 1e-6 over 150k updates). Cached, so equal settings give the same object
+    and `fit` reuses its compiled step."""
+    schedule = CosineDecay() if schedule is None else schedule
+    return optax.chain(optax.clip_by_global_norm(10.0),
+                       optax.radam(schedule(learning_rate, steps)))
+
+
+def _check_schedule(schedule):
+    if schedule is not None and not isinstance(schedule, AbstractSchedule):
+        raise ArgumentTypeError("`schedule` must be a dsr.CosineDecay, dsr.ExponentialDecay "
+                                f"(an AbstractSchedule) or None; got {schedule!r}.")
+    return None if schedule == CosineDecay() else schedule
 
 
 def as_series(name: str, data, obs_dim: int, dtype) -> list[np.ndarray]:
@@ -98,6 +110,7 @@ class Plan:
     expected: dict  # model spec, structure, data SHA-256, settings: a checkpoint's header
     series: list
     options: dict
+    validation: Validation | None = None
 
 
 def _check_counts(steps, seq_len, batch_size, warmup, checkpoint_every, max_failures,
@@ -202,6 +215,7 @@ class Call:
     inputs: list | None
     settings: dict
     expected: dict  # what a checkpoint of this call records: model, structure, data, settings
+    validation: Validation | None = None
 
 
 def _validate(model, data, alpha, kw) -> Call:
@@ -211,6 +225,7 @@ def _validate(model, data, alpha, kw) -> Call:
                       kw["checkpoint_every"], kw["max_failures"], kw["eval_every"],
                       kw["monitor_every"])
     lr = check_real("learning_rate", kw["learning_rate"], 0.0, lo_open=True)
+    n["noise"] = check_real("noise", kw["noise"], 0.0)
     key = check_key("key", jax.random.key(0) if kw["key"] is None else kw["key"])
     if not jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key):  # a raw uint32[2] key
         key = jax.random.wrap_key_data(key)
@@ -222,19 +237,33 @@ def _validate(model, data, alpha, kw) -> Call:
     _check_files(kw["checkpoint"], kw["resume"], kw["resume_settings"])
     dtype = parameter_dtype(one)
     series, inp = _data(one, data, kw["inputs"], dtype, n["seq_len"])
+    if kw["validation"] is not None and one.input_dim:
+        raise ValueError("`validation`: free runs of a model with external inputs need inputs "
+                         "beyond the data; not supported.")
+    series, val = make_validation(kw["validation"], kw["keep"], n["eval_every"], series,
+                                  one.obs_dim, dtype, n["seq_len"], n["steps"])
     K = model.n_members if isinstance(model, Ensemble) else 1
-    opt = kw["optimizer"]
+    opt, schedule = kw["optimizer"], _check_schedule(kw["schedule"])
+    if opt is not None and schedule is not None:
+        raise ValueError("`schedule` sets the default optimizer's learning rate; with your "
+                         "own `optimizer`, put the schedule into it.")
     opt_spec = None if opt is not None else {"name": "radam+cosine+clip", "lr": lr,
                                              "steps": n["steps"]}
-    optimizer = default_optimizer(lr, n["steps"]) if opt is None else opt
+    if schedule is not None:  # the default cosine keeps the old text (old checkpoints)
+        opt_spec = dict(opt_spec, name="radam+schedule+clip", schedule=to_config(schedule))
+    optimizer = default_optimizer(lr, n["steps"], schedule) if opt is None else opt
     settings = _settings(n, lr, strategy, solver_obj, kw["regularization"],
                          describe_optimizer(optimizer, opt_spec), key, K, dtype)
+    if val is not None:  # only then: checkpoints of runs without validation stay compatible
+        settings["validation"] = val.settings
+    if n["noise"]:  # likewise
+        settings["noise"] = n["noise"]
     expected = dict(model=model_spec(model), data_sha256=fingerprint(series, inp),
                     settings=settings, structure=structure(
                         model.stacked if isinstance(model, Ensemble) else model,
                         None if isinstance(model, Ensemble) else 1))
     return Call(one, n, lr, key, strategy, solver_obj, kw["regularization"], optimizer, series,
-                inp, settings, expected)
+                inp, settings, expected, val)
 
 
 def _check_optional_callable(name, value):
@@ -288,7 +317,7 @@ def make_plan(model, data, alpha, **kw) -> Plan:
     placement = Placement(K, resolve_devices(kw["devices"]))
     cfg = StepConfig(call.solver, call.regularization, call.optimizer, call.strategy,
                      n["batch_size"], n["warmup"], n["max_failures"],
-                     isinstance(call.one, AbstractGTFModel))
+                     isinstance(call.one, AbstractGTFModel), n["noise"])
     keys = jax.random.split(call.key, K) if is_ens else call.key[None]
     windows = Windows.from_series(call.series, call.inputs, n["seq_len"] + 1)
     options = dict(checkpoint=kw["checkpoint"], checkpoint_every=n["checkpoint_every"],
@@ -296,7 +325,7 @@ def make_plan(model, data, alpha, **kw) -> Plan:
                    callback=kw["callback"], progress=kw["progress"])
     return Plan(cfg, n["steps"], windows, stacked, K, is_ens,
                 np.asarray(jax.random.key_data(keys)), str(jax.random.key_impl(keys)),
-                placement, call.settings, call.expected, call.series, options)
+                placement, call.settings, call.expected, call.series, options, call.validation)
 
 
 def _settings(n, lr, strategy: AbstractAlpha, solver, regularization, optimizer, key, K,

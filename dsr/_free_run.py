@@ -1,7 +1,9 @@
-"""Is a free-running orbit usable? Flags orbits that diverge or collapse to a fixed point.
+"""Is a free-running orbit usable? Flags orbits that diverge, collapse to a fixed point, or
+stay bounded but off the data's range.
 
 A model can fit its teacher-forced loss well and still, run freely, blow up (to 1e26 on
-real recordings) or settle on a fixed point: neither shows in the loss. `orbit_status`
+real recordings), settle on a fixed point, or oscillate bounded but far outside the data
+(an orbit 40x the data's range): none shows in the loss. `orbit_status`
 classifies a generated orbit against the data's scale; `fit` checks a short free run of
 every member periodically and `generate` checks what it returns, both with a warning that
 names the step and the size.
@@ -19,6 +21,35 @@ DIVERGED_FACTOR = 1e3
 COLLAPSED_FRACTION = 1e-3
 #: Orbits shorter than this are too short to call collapsed.
 COLLAPSE_MIN_STEPS = 200
+#: An orbit that leaves the data's extent `[min, max]` by more than this many data standard
+#: deviations (in any dimension) is called off.
+OFF_STDS = 5.0
+#: ... as is one whose last half has a variance more than this factor above or below the
+#: data's (in any dimension).
+OFF_VARIANCE_RATIO = 10.0
+
+
+def off_reason(x: np.ndarray, lo, hi, std) -> tuple[str, float] | None:
+    """Why a finite orbit `x` (T, N) is off the data's range, with its size, or None.
+
+    The rule (one for `fit`'s monitor, `generate`'s warning and `evaluate`): the orbit leaves
+    the data's extent `[lo, hi]` by more than `OFF_STDS` data standard deviations `std` in
+    some dimension, or the variance of its last half differs from the data's by more than a
+    factor `OFF_VARIANCE_RATIO` in some dimension (orbits shorter than `COLLAPSE_MIN_STEPS`
+    are judged on the extent only)."""
+    x = np.asarray(x, np.float64)
+    std = np.maximum(np.broadcast_to(np.asarray(std, np.float64), x.shape[-1:]), 1e-300)
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = np.maximum(np.asarray(lo, np.float64) - x.min(axis=0),
+                         x.max(axis=0) - np.asarray(hi, np.float64)) / std
+    if np.max(out) > OFF_STDS:
+        return "extent", float(np.max(out))
+    if len(x) >= COLLAPSE_MIN_STEPS:
+        ratio = (np.std(x[len(x) // 2:], axis=0) / std) ** 2
+        worst = float(ratio[np.argmax(np.abs(np.log(np.maximum(ratio, 1e-300))))])
+        if not 1 / OFF_VARIANCE_RATIO <= worst <= OFF_VARIANCE_RATIO:
+            return "variance", worst
+    return None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -26,33 +57,45 @@ class OrbitStatus:
     """Whether a free-running orbit is healthy, as [`dsr.orbit_status`][] found it.
 
     **Attributes:** `status`: `"ok"`, `"diverged"` (non-finite or `> DIVERGED_FACTOR ×` the data's
-    amplitude; `step` is the first such step) or `"collapsed"` (the last half of the orbit
-    varies by less than `COLLAPSED_FRACTION ×` the data's std); `size`: max |x| over the
-    orbit (diverged) or the last half's std relative to the data's (collapsed)."""
+    amplitude; `step` is the first such step), `"collapsed"` (the last half of the orbit
+    varies by less than `COLLAPSED_FRACTION ×` the data's std) or `"off"` (bounded, but
+    outside the data's range: see `off_reason`); `size`: max |x| over the orbit (diverged),
+    the last half's std relative to the data's (collapsed), the excursion beyond the data's
+    extent in data standard deviations or the variance ratio (off, `reason` says which)."""
 
     status: str
     step: int | None = None
     size: float | None = None
+    reason: str | None = None
 
     def describe(self) -> str:
         if self.status == "diverged":
             return f"diverged at step {self.step} (|x| reached {self.size:.3g})"
         if self.status == "collapsed":
             return f"collapsed to a fixed point (last half's std = {self.size:.2g} × the data's)"
+        if self.status == "off":
+            if self.reason == "extent":
+                return (f"is off the data's range (it leaves the data's extent by "
+                        f"{self.size:.3g} standard deviations)")
+            return (f"is off the data's range (its last half's variance is {self.size:.3g} × "
+                    "the data's)")
         return "ok"
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)
 
 
-def orbit_status(x: np.ndarray, scale: float, std: float | np.ndarray = 1.0) -> OrbitStatus:
-    """Classify a generated orbit as ok, diverged or collapsed.
+def orbit_status(x: np.ndarray, scale: float, std: float | np.ndarray = 1.0, *,
+                 lo=None, hi=None) -> OrbitStatus:
+    """Classify a generated orbit as ok, diverged, collapsed or off.
 
     **Arguments:**
 
     - `x`: the generated orbit `(T, N)`.
     - `scale`: the data's amplitude (max |x| of the data).
     - `std`: the data's per-dimension std (a number or `(N,)`).
+    - `lo`, `hi`: the data's per-dimension min and max, for the "off" check (without them
+      only "diverged" and "collapsed" are told).
 
     **Returns:** an [`dsr.OrbitStatus`][]."""
     x = np.asarray(x, np.float64)
@@ -67,4 +110,15 @@ def orbit_status(x: np.ndarray, scale: float, std: float | np.ndarray = 1.0) -> 
     rel = float(np.max(np.std(tail, axis=0) / np.maximum(np.asarray(std, np.float64), 1e-300)))
     if len(x) >= COLLAPSE_MIN_STEPS and rel < COLLAPSED_FRACTION:
         return OrbitStatus("collapsed", None, rel)
+    if lo is not None and hi is not None:
+        off = off_reason(x, lo, hi, std)
+        if off is not None:
+            return OrbitStatus("off", None, off[1], off[0])
     return OrbitStatus("ok")
+
+
+def data_range(x: np.ndarray) -> dict:
+    """The reference `orbit_status` needs from data `x` (T, N): `scale`, `std`, `lo`, `hi`."""
+    x = np.asarray(x, np.float64).reshape(-1, np.shape(x)[-1])
+    return dict(scale=float(np.abs(x).max()) or 1.0, std=x.std(axis=0) if len(x) > 1 else 1.0,
+                lo=x.min(axis=0), hi=x.max(axis=0))

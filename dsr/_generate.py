@@ -13,7 +13,7 @@ from jaxtyping import Array, Float
 
 from ._checks import ArgumentTypeError, check_array, check_bool, check_int, is_concrete
 from ._ensemble import Ensemble
-from ._free_run import orbit_status
+from ._free_run import COLLAPSE_MIN_STEPS, data_range, orbit_status
 from ._gtf import gtf_forward
 from ._solver import AbstractSolver, Sequential
 from .models import AbstractGTFModel, AbstractModel, AbstractTeacherForcedModel
@@ -109,17 +109,20 @@ def _generate_one(model, n_steps, context, z0, inputs, context_inputs):
 
 
 def _warn_bad_orbits(xs, context):
-    """Warn about generated orbits that diverge or collapse (checked on the host)."""
+    """Warn about generated orbits that diverge, collapse or run off the context's range
+    (checked on the host; the range only from a context of at least `COLLAPSE_MIN_STEPS`
+    steps)."""
     if not is_concrete(xs):
         return
     x = np.asarray(xs, np.float64)
     flat = x.reshape((-1,) + x.shape[-2:])
     if context is not None:
-        c = np.asarray(context, np.float64).reshape(-1, x.shape[-1])
-        scale, std = float(np.abs(c).max()) or 1.0, c.std(axis=0) if len(c) > 1 else 1.0
-    else:
-        scale, std = float("inf"), 0.0  # no reference: only non-finite orbits are flagged
-    bad = [(i, st) for i, st in ((i, orbit_status(o, scale, std)) for i, o in enumerate(flat))
+        ref = data_range(context)
+        if np.size(context) < COLLAPSE_MIN_STEPS * x.shape[-1]:  # too short for a range
+            ref.update(lo=None, hi=None)
+    else:  # no reference: only non-finite orbits are flagged
+        ref = dict(scale=float("inf"), std=0.0, lo=None, hi=None)
+    bad = [(i, st) for i, st in ((i, orbit_status(o, **ref)) for i, o in enumerate(flat))
            if st.status != "ok"]
     if bad:
         i, st = bad[0]
@@ -149,7 +152,8 @@ def generate(
     **Arguments:** `model` or `Ensemble`; `n_steps` ≥ 1; `context` or `z0` (exactly one);
     `inputs` `s_t` for the generated steps; `context_inputs` for the warm-up;
     `return_latents`; `check`: warn when an orbit diverges (non-finite, or far beyond the
-    context's amplitude) or collapses to a fixed point.
+    context's amplitude), collapses to a fixed point, or is off the context's range (see
+    `dsr.orbit_status`; a context of at least 200 steps is needed for that).
 
     **Returns:** observations `(*batch, n_steps, N)` — `(K, *batch, n_steps, N)` for an
     ensemble of K — and the latents `(…, n_steps, M)` if `return_latents`.

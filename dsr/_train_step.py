@@ -45,6 +45,7 @@ class StepConfig(eqx.Module):
     warmup: int = eqx.field(static=True)
     max_failures: int = eqx.field(static=True)
     gtf: bool = eqx.field(static=True)
+    noise: float = eqx.field(static=True, default=0.0)  # teacher-signal noise (data units)
 
 
 class TrainState(eqx.Module):
@@ -73,6 +74,7 @@ class Proposal(eqx.Module):
     alpha: Float[Array, " K"]
     x: Float[Array, "K B T+1 N"]
     s: Float[Array, "K B T+1 S"] | None
+    teacher: Float[Array, "K B T+1 N"] | None = None  # x plus noise (`noise` > 0)
 
 
 def predict(model, x, alpha, s, solver, warmup):
@@ -91,19 +93,21 @@ def predict(model, x, alpha, s, solver, warmup):
         "AbstractTeacherForcedModel (trained by teacher forcing).")
 
 
-def loss_fn(model, x, alpha, s, solver, warmup, reg):
-    """`MSE(x_{T_w+1:T}, x̂_{T_w+1:T}) + regularization` and `(mse, SolverInfo)`."""
-    xhat, info = predict(model, x, alpha, s, solver, warmup)
+def loss_fn(model, x, alpha, s, solver, warmup, reg, teacher=None):
+    """`MSE(x_{T_w+1:T}, x̂_{T_w+1:T}) + regularization` and `(mse, SolverInfo)`; the model
+    is forced by `teacher` (noisy windows) when given, the targets stay `x`."""
+    xhat, info = predict(model, x if teacher is None else teacher, alpha, s, solver, warmup)
     mse = jnp.mean((xhat[:, warmup:] - x[:, warmup + 1:]) ** 2)
     total = mse + (reg(model) if reg is not None else 0.0)
     return total, (mse, info)
 
 
-def member_update(model, opt_state, x, s, alpha, cfg: StepConfig, solver: AbstractSolver):
+def member_update(model, opt_state, x, s, alpha, cfg: StepConfig, solver: AbstractSolver,
+                  teacher=None):
     """One member's candidate update: `(model, opt_state, loss, mse, finite, converged,
     iterations)`; the candidate is returned whether or not it is finite."""
     (loss, (mse, info)), grads = eqx.filter_value_and_grad(loss_fn, has_aux=True)(
-        model, x, alpha, s, solver, cfg.warmup, cfg.regularization)
+        model, x, alpha, s, solver, cfg.warmup, cfg.regularization, teacher)
     params = eqx.filter(model, eqx.is_inexact_array)
     updates, new_opt = cfg.optimizer.update(grads, opt_state, params)
     new_model = eqx.apply_updates(model, updates)
@@ -112,9 +116,20 @@ def member_update(model, opt_state, x, s, alpha, cfg: StepConfig, solver: Abstra
     return new_model, new_opt, loss, mse, finite, jnp.all(info.converged), jnp.max(info.iterations)
 
 
-def _vupdate(state, x, s, alpha, cfg, solver):
-    fn = lambda m, o, xb, sb, a: member_update(m, o, xb, sb, a, cfg, solver)  # noqa: E731
-    return eqx.filter_vmap(fn)(state.model, state.opt_state, x, s, alpha)
+def _vupdate(state, x, s, alpha, cfg, solver, teacher=None):
+    fn = lambda m, o, xb, sb, a, tb: member_update(m, o, xb, sb, a, cfg, solver, tb)  # noqa
+    return eqx.filter_vmap(fn)(state.model, state.opt_state, x, s, alpha, teacher)
+
+
+def _teacher(keys, step, x, noise: float):
+    """Gaussian noise of std `noise` on the teacher signals (a stream apart from the
+    windows'), or None (the GTF code's `gaussian_noise_level`)."""
+    if not noise:
+        return None
+    def one(k, xb):
+        k = jax.random.fold_in(jax.random.fold_in(k, step), 0x6E6F6973)
+        return xb + noise * jax.random.normal(k, xb.shape, xb.dtype)
+    return jax.vmap(one)(keys, x)
 
 
 def propose(state: TrainState, keys: PRNGKeyArray, windows: Windows, cfg: StepConfig) -> Proposal:
@@ -126,25 +141,26 @@ def propose(state: TrainState, keys: PRNGKeyArray, windows: Windows, cfg: StepCo
     if cfg.gtf and due is not False:
         new = lambda: eqx.filter_vmap(cfg.alpha.updated)(alpha, state.model, x)  # noqa: E731
         alpha = jax.lax.cond(due, new, lambda: alpha)
-    m, o, loss, mse, fin, conv, it = _vupdate(state, x, s, alpha, cfg, cfg.solver)
+    teacher = _teacher(keys, state.step, x, cfg.noise)
+    m, o, loss, mse, fin, conv, it = _vupdate(state, x, s, alpha, cfg, cfg.solver, teacher)
     # Members whose parallel solve failed (not converged or non-finite) get a sequential
     # re-solve (`refine`); `fallback` marks them.
     need = jnp.zeros_like(fin)
     if cfg.gtf and not isinstance(cfg.solver, Sequential):
         need = state.active & ~(fin & conv)
-    return Proposal(m, o, loss, mse, fin, conv, it, need, alpha, x, s)
+    return Proposal(m, o, loss, mse, fin, conv, it, need, alpha, x, s, teacher)
 
 
 @eqx.filter_jit
 def refine(state: TrainState, prop: Proposal, need: Bool[Array, " K"], cfg: StepConfig) -> Proposal:
     """Re-solve the members in `need` sequentially on the same batch and α."""
-    seq = _vupdate(state, prop.x, prop.s, prop.alpha, cfg, Sequential())
+    seq = _vupdate(state, prop.x, prop.s, prop.alpha, cfg, Sequential(), prop.teacher)
     pick = lambda a, b: _where(need, a, b)  # noqa: E731
     m, o = (jax.tree_util.tree_map(pick, new, old, is_leaf=lambda v: v is None)
             for new, old in ((seq[0], prop.model), (seq[1], prop.opt_state)))
     loss, mse, fin = (pick(a, b) for a, b in zip(seq[2:5], (prop.loss, prop.mse, prop.finite)))
     return Proposal(m, o, loss, mse, fin, prop.converged, prop.iters, need, prop.alpha, prop.x,
-                    prop.s)
+                    prop.s, prop.teacher)
 
 
 def _where(mask, a, b):

@@ -18,12 +18,13 @@ import numpy as np
 from ._checkpoint import restore, save_checkpoint
 from ._ensemble import from_stack
 from ._fit_setup import Plan
-from ._free_run import orbit_status
+from ._free_run import data_range, orbit_status
 from ._generate import generate
 from ._history import History
 from ._io import clean_stale_temporaries
 from ._sharding import to_host
 from ._train_step import FIELDS, TrainState, commit_jit, propose_and_commit, refine
+from ._validation import eval_keys, initial_best, kept_model, member_scores, update_best
 
 HISTORY_FIELDS = FIELDS + ("wall_time",)
 FALLBACK = FIELDS.index("fallback")
@@ -38,6 +39,8 @@ class Trainer:
         self.state = None
         self.free_run: list[dict] = [{} for _ in range(plan.n_members)]
         self.checkpoint_path = None
+        self.best = None  # with validation: (params, score, step) per member
+        self.validation_time = 0.0  # seconds spent in free-run validation (this process)
 
     # ------------------------------------------------------------------ state
 
@@ -56,9 +59,13 @@ class Trainer:
         resume = self.plan.options["resume"]
         for path in {self.plan.options["checkpoint"], resume and resume[0]} - {None}:
             clean_stale_temporaries(path)  # left by a killed writer
+        if self.plan.validation is not None:
+            self.best = initial_best(self.plan.stacked, self.plan.n_members)
         if resume is not None:
             path, header, payload = resume
-            state, self.history = restore(path, header, payload, state, self.plan.n_members)
+            state, self.history, best = restore(path, header, payload, state,
+                                                self.plan.n_members, self.best)
+            self.best = best if best is not None else self.best
         pl = self.plan.placement
         state = pl.pad(to_host(state))
         pad_mask = np.arange(pl.n_padded) < pl.n_members
@@ -67,6 +74,7 @@ class Trainer:
         keys = pl.pad(self.plan.key_data)
         self.keys = jax.random.wrap_key_data(pl.members(keys), impl=self.plan.key_impl)
         self.windows = pl.replicated(self.plan.windows)
+        self._catch_up(int(self.state.step))
 
     # ------------------------------------------------------------------ one update
 
@@ -88,19 +96,25 @@ class Trainer:
 
     # ------------------------------------------------------------------ the loop
 
-    def current_model(self):
-        return from_stack(to_host(self.state.model), self.plan.n_members,
-                          self.plan.is_ensemble)
+    def current_model(self, kept: bool = False):
+        """The model now, or (`kept`, with `keep="best"`) each member at its best
+        validation step (where it has one)."""
+        model = to_host(self.state.model)
+        if kept and self.best is not None and self.plan.validation.keep == "best":
+            model = kept_model(self.best, model)
+        return from_stack(model, self.plan.n_members, self.plan.is_ensemble)
 
     def save(self) -> None:
         path = self.plan.options["checkpoint"]
         if path is not None:
             self.history.truncate(int(self.state.step))
-            save_checkpoint(path, to_host(self.state), self.history, self.header)
+            save_checkpoint(path, to_host(self.state), self.history, self.header, self.best)
             self.checkpoint_path = str(path)
 
     def after_step(self, done: int) -> None:
-        o = self.plan.options
+        o, val = self.plan.options, self.plan.validation
+        if val is not None and done % val.every == 0:
+            self.validate(done)
         if o["callback"] is not None and o["eval_every"] and done % o["eval_every"] == 0:
             out = o["callback"](done, self.current_model())
             try:
@@ -117,9 +131,37 @@ class Trainer:
         if every and done % every == 0:
             self.monitor(done)
 
+    def _catch_up(self, step: int) -> None:
+        """Run the validation of a resumed `step` that an interrupt cut off (the state of
+        that step was saved, its validation record was not)."""
+        val = self.plan.validation
+        if val is None or not step or step % val.every:
+            return
+        if not any(s == step and eval_keys(0 if self.plan.is_ensemble else None)[0] in v
+                   for s, v in self.history.evals):
+            self.validate(step)
+
+    def validate(self, done: int) -> None:
+        """Free-run every member from the validation context for the validation data's
+        length; record binning D_stsp and D_H, and update each member's best."""
+        p, val = self.plan, self.plan.validation
+        t0 = time.perf_counter()
+        model = from_stack(self.state.model, p.placement.n_padded, True)
+        gen = to_host(generate(model, val.n_steps, context=jnp.asarray(val.context),
+                               check=False))[:p.n_members]
+        sc = member_scores(val, gen)
+        score = np.where([s == "diverged" for s in sc["status"]], np.inf, sc["D_stsp"])
+        values = {}
+        for i in range(p.n_members):
+            k_stsp, k_h = eval_keys(i if p.is_ensemble else None)
+            values[k_stsp], values[k_h] = sc["D_stsp"][i], sc["D_H"][i]
+        self.history.add_eval(done, values)
+        self.best = update_best(self.best, self.state.model, score, done)
+        self.validation_time += time.perf_counter() - t0
+
     def monitor(self, done: int) -> None:
         """Run every member freely for a while from a data context and flag orbits that
-        diverge or collapse."""
+        diverge, collapse or are off the training data's range."""
         p = self.plan
         x = p.series[0]
         ctx = x[:min(len(x) // 2, p.windows.length)]
@@ -128,9 +170,9 @@ class Trainer:
             return
         gen = to_host(generate(from_stack(self.state.model, p.placement.n_padded, True), n,
                                context=jnp.asarray(ctx), check=False))
-        scale, std = float(np.abs(x).max()), x.std(axis=0)
+        ref = data_range(np.concatenate(p.series))
         for i in range(p.n_members):
-            st = orbit_status(gen[i], scale, std)
+            st = orbit_status(gen[i], **ref)
             if st.status != "ok" and self.free_run[i].get("status") != st.status:
                 who = f"member {i}" if p.is_ensemble else "the model"
                 warnings.warn(f"after {done} updates, a free run of {who} {st.describe()} "

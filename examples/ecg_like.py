@@ -55,9 +55,10 @@ def _field(s, t, omega):
     x, y, z = s
     alpha = 1.0 - jnp.sqrt(x * x + y * y)
     th = jnp.arctan2(y, x)
-    d = jnp.mod(th - THETA + jnp.pi, 2 * jnp.pi) - jnp.pi
+    theta, a, b = (jnp.asarray(c, x.dtype) for c in (THETA, A, B))  # float32 under x64 too
+    d = jnp.mod(th - theta + jnp.pi, 2 * jnp.pi) - jnp.pi
     z0 = 0.005 * jnp.sin(2 * jnp.pi * RESP_HZ * t)
-    dz = -jnp.sum(A * d * jnp.exp(-d * d / (2 * B * B))) - (z - z0)
+    dz = -jnp.sum(a * d * jnp.exp(-d * d / (2 * b * b))) - (z - z0)
     return jnp.stack([alpha * x - omega * y, alpha * y + omega * x, dz])
 
 

@@ -254,3 +254,21 @@ class Standardization:
     def from_dict(cls, d: dict) -> Standardization:
         return cls(np.asarray(d["mean"], np.float64), np.asarray(d["std"], np.float64),
                    bool(d["enabled"]))
+
+
+def embed_series(s: Series, m: int, tau: int) -> Series:
+    """A one-column recording as its delay embedding `(x_t, x_{t-τ}, …, x_{t-(m-1)τ})`
+    (column 0 is the original channel; rows start at `t = (m-1)τ`)."""
+    from ..metrics._embedding import delay_embed
+
+    if s.x.shape[1] != 1:
+        raise CLIError(f"{s.info['path']}: --delay-embed needs one column; the file has "
+                       f"{s.x.shape[1]} {s.names} (pick one with --columns).")
+    if len(s.x) <= (m - 1) * tau + 1:
+        raise CLIError(f"{s.info['path']}: {len(s.x)} rows; --delay-embed {m},{tau} needs "
+                       f"more than {(m - 1) * tau + 1}.")
+    name = s.names[0]
+    names = [f"{name}(t)"] + [f"{name}(t-{j * tau})" for j in range(1, m)]
+    return dataclasses.replace(s, x=np.asarray(delay_embed(s.x, m, tau)), names=names,
+                               lines=None if s.lines is None else s.lines[(m - 1) * tau:])
+

@@ -112,7 +112,8 @@ def evaluate_run(model, x_test: np.ndarray, dt, opts: dict, key) -> tuple[dict, 
     members = [_member_row(i, r, b) for i, (r, b) in enumerate(zip(rows, bins))]
     summary = {m: median_mad(row[m] for row in members) for m in MEASURES}
     summary.update(members=len(members), diverged=sum(r["diverged"] for r in members),
-                   collapsed=sum(r["status"] == "collapsed" for r in members))
+                   collapsed=sum(r["status"] == "collapsed" for r in members),
+                   off=sum(r["status"] == "off" for r in members))
     emb = settings["embedding"]
     report = {"D_stsp_kind": "D_stsp" if emb is None else f"D_stsp^DE (m={emb[0]}, "
               f"tau={emb[1]})", "members": members, "summary": summary,
@@ -140,6 +141,7 @@ def table(report: dict) -> str:
     s = report["summary"]
     rows.append(["median±MAD"] + [
         "–" if not s[c]["n"] else f"{_fmt(s[c]['median'])}±{_fmt(s[c]['mad'])}"
-        for c, _ in cols] + [f"{s['diverged']} diverged, {s['collapsed']} collapsed"])
+        for c, _ in cols] + [f"{s['diverged']} diverged, {s['collapsed']} collapsed, "
+                        f"{s.get('off', 0)} off"])
     widths = [max(len(r[j]) for r in [head] + rows) for j in range(len(head))]
     return "\n".join("  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in [head] + rows)

@@ -22,10 +22,10 @@ from .._serialization import model_spec, save
 from ..models import LSSM, ClippedShPLRNN, ShPLRNN
 from ._run import (CONFIG_VERSION, RunFolder, device, now, read_history, run_keys, versions,
                    write_history)
-from ._data import Standardization, load_recordings, sha256
+from ._data import Standardization, embed_series, load_recordings, sha256
 from ._errors import CLIError
 from ._evaluate import draw_reference, evaluate_and_draw
-from ._options import FIT_OPTIONS, IDENTITY, OUTPUT, TRAINING_SETTINGS, resolve
+from ._options import FIT_OPTIONS, IDENTITY, OUTPUT, TRAINING_SETTINGS, resolve, schedule_object
 
 MODEL_CLASSES = {"shplrnn": ShPLRNN, "clipped": ClippedShPLRNN, "lssm": LSSM}
 
@@ -43,11 +43,16 @@ class Prepared:
     std: Standardization
     names: list
     dt: float | None
+    validation: object = None  # a fraction, or the standardized validation array
+    delay_embed: list | None = None  # [m, tau] when the data were delay-embedded
 
 
 def prepare_data(opts: dict) -> Prepared:
     keys = opts["key"] or [None, None]
     series = load_recordings(opts["data"], role="data", columns=opts["columns"], key=keys[0])
+    emb = delay_embedding(opts, series[0])
+    if emb is not None:
+        series = [embed_series(s, *emb) for s in series]
     names = series[0].names
     for s in series:
         if len(s.x) < opts["seq_len"] + 1:
@@ -57,7 +62,8 @@ def prepare_data(opts: dict) -> Prepared:
     test = test_x = None
     if opts["test"] is not None:
         test = load_recordings([opts["test"]], role="test", columns=opts["columns"],
-                               key=keys[-1], like=names)[0]
+                               key=keys[-1], like=None if emb else names)[0]
+        test = embed_series(test, *emb) if emb else test
         need = opts["context_steps"] + opts["n_rmse"]
         if len(test.x) < need:
             raise CLIError(f"{opts['test']}: {len(test.x)} time steps; the evaluation needs "
@@ -78,8 +84,13 @@ def prepare_data(opts: dict) -> Prepared:
             raise CLIError("--test with --inputs: evaluating input-driven models is not "
                            "supported yet (the free runs would need test inputs).")
     dt = opts["dt"] if opts["dt"] is not None else series[0].dt
+    val = opts["validation"]
+    if isinstance(val, str):
+        v = load_recordings([val], role="validation", columns=opts["columns"],
+                            like=None if emb else names)[0]
+        val = std.apply((embed_series(v, *emb) if emb else v).x)
     return Prepared(series, [std.apply(s.x) for s in series], test, test_x, inputs,
-                    inputs_info, std, names, dt)
+                    inputs_info, std, names, dt, val, emb)
 
 
 def build_model(opts: dict, n_obs: int, n_inputs: int, key):
@@ -97,8 +108,25 @@ def build_model(opts: dict, n_obs: int, n_inputs: int, key):
     return make(key) if opts["runs"] == 1 else ensemble(make, opts["runs"], key=key)
 
 
+def delay_embedding(opts: dict, first) -> list | None:
+    """`[m, tau]` of `--delay-embed` (chosen from the first training file for `auto`)."""
+    emb = opts.get("delay_embed")
+    if emb != "auto":
+        return emb
+    from .._delay import choose_embedding
+
+    if first.x.shape[1] != 1:
+        raise CLIError(f"{first.info['path']}: --delay-embed needs one column; the file has "
+                       f"{first.x.shape[1]}.")
+    try:
+        return list(choose_embedding(first.x[:, 0]))
+    except ValueError as e:
+        raise CLIError(f"--delay-embed auto: {e}") from None
+
+
 def _data_record(data: Prepared) -> dict:
     return {"files": [s.info for s in data.series], "names": data.names, "dt": data.dt,
+            "delay_embed": data.delay_embed,
             "test": None if data.test is None else data.test.info,
             "inputs": data.inputs_info}
 
@@ -118,7 +146,9 @@ def _absolute_paths(opts: dict) -> dict:
     def absolute(p):
         return None if p is None else os.path.abspath(p)
 
+    val = opts["validation"]
     return {"data": [absolute(p) for p in opts["data"]], "test": absolute(opts["test"]),
+            "validation": absolute(val) if isinstance(val, str) else val,
             "inputs": None if opts["inputs"] is None else [absolute(p) for p in opts["inputs"]]}
 
 
@@ -205,7 +235,18 @@ def _fit_record(res, wall: float, start_step: int) -> dict:
             "alpha": np.atleast_1d(res.alpha).tolist(),
             "stopped": np.atleast_1d(res.stopped).tolist(),
             "free_run": res.free_run if isinstance(res.free_run, list) else [res.free_run],
-            "settings": res.settings}
+            "validation": _validation_record(res.validation), "settings": res.settings}
+
+
+def _validation_record(v) -> dict | None:
+    """`FitResult.validation` as JSON: per member (rows) and validation step (columns)."""
+    if v is None:
+        return None
+    rows = lambda a: np.atleast_2d(a).tolist()  # noqa: E731
+    return {"step": np.asarray(v["step"]).tolist(), "D_stsp": rows(v["D_stsp"]),
+            "D_H": rows(v["D_H"]), "best_step": np.atleast_1d(v["best_step"]).tolist(),
+            "best_score": np.atleast_1d(v["best_score"]).tolist(), "keep": v["keep"],
+            "seconds": v["seconds"]}
 
 
 def train(run, cfg, opts, data: Prepared, model, argv, resume_settings) -> int:
@@ -228,7 +269,10 @@ def train(run, cfg, opts, data: Prepared, model, argv, resume_settings) -> int:
                   inputs=data.inputs, key=key_fit, progress=opts["progress"],
                   checkpoint=run.checkpoint, checkpoint_every=opts["checkpoint_every"],
                   resume=resume, resume_settings=resume_settings or "check",
-                  monitor_every=opts["monitor_every"])
+                  monitor_every=opts["monitor_every"], validation=data.validation,
+                  keep=opts["keep"], eval_every=opts["eval_every"],
+                  schedule=schedule_object(opts.get("lr_schedule", "cosine")),
+                  noise=opts.get("noise", 0.0))
     except Exception as e:
         cfg["fit"].update(status="failed", error=str(e))
         run.write_config(cfg)
@@ -263,4 +307,9 @@ def _print_fit(run, rec: dict, done_before: int) -> None:
            for i, fr in enumerate(rec["free_run"]) if fr and fr.get("status") != "ok"]
     if bad:
         print("free-run check: " + "; ".join(bad))
+    val = rec.get("validation")
+    if val:
+        best = ", ".join(f"{s:.4g} at {b}" for s, b in zip(val["best_score"], val["best_step"]))
+        print(f"validation: best D_stsp (binning) {best} (keep {val['keep']}; "
+              f"{val['seconds']:.1f} s)")
     print(f"saved: {run.model}, {run.checkpoint}, {run.history}, {run.config}")

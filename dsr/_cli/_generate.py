@@ -19,7 +19,7 @@ import numpy as np
 from .._ensemble import Ensemble
 from .._generate import generate
 from .._serialization import load
-from ._data import Standardization, load_recordings
+from ._data import Standardization, embed_series, load_recordings
 from ._errors import CLIError
 from ._options import integer
 from ._run import RunFolder
@@ -31,9 +31,10 @@ def _context(run: RunFolder, cfg: dict, path, std: Standardization) -> np.ndarra
             raise CLIError(f"{run.path}: no stored context (context.npy); pass --context FILE.")
         return np.load(run.context)
     keys = cfg["options"].get("key") or [None, None]
+    emb = cfg["data"].get("delay_embed")
     s = load_recordings([path], role="test", columns=cfg["options"].get("columns"),
-                        key=keys[-1], like=cfg["data"]["names"])[0]
-    return std.apply(s.x)
+                        key=keys[-1], like=None if emb else cfg["data"]["names"])[0]
+    return std.apply((embed_series(s, *emb) if emb else s).x)
 
 
 def _read_inputs(model, path, n: int, flag: str):
@@ -87,6 +88,11 @@ def run_generate(flags: dict) -> int:
     if not flags.get("standardized"):
         x = std.invert(x)
     run.write_array(out, x)
+    if cfg["data"].get("delay_embed"):  # the original channel is column 0 of the embedding
+        channel = out[:-4] + "_channel.npy"
+        run.write_array(channel, x[..., 0])
+        print(f"generate: {channel}, shape {x[..., 0].shape} (the original channel "
+              f"{cfg['data']['names'][0]})")
     units = "model (standardized)" if flags.get("standardized") else "original"
     print(f"generate: {out}, shape {x.shape} ({units} units; warmed up on {len(ctx)} context "
           "steps)")

@@ -126,6 +126,63 @@ def _embedding(label, v):
     return [m, tau]
 
 
+def _validation(label, v):
+    """None, a fraction in (0, 1) of the training data (its end), or a file name."""
+    if v is None:
+        return None
+    if isinstance(v, bool):
+        raise CLIError(f"{label} must be a file name or a fraction in (0, 1); got {v!r}.")
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return _path(label, v)
+    if not 0 < f < 1:
+        raise CLIError(f"{label} as a fraction must be in (0, 1); got {v!r}.")
+    return f
+
+
+def _nonnegative(label, v):
+    """A finite number ≥ 0."""
+    if not isinstance(v, bool) and isinstance(v, (int, float, str)):
+        try:
+            if float(v) == 0:
+                return 0.0
+        except ValueError:
+            pass
+    return _float()(label, v)
+
+
+def _schedule(label, v):
+    """'cosine' or 'exponential[:FINAL]' (FINAL: the learning rate at the end, default 1e-6)."""
+    text = str(v).strip().lower()
+    name, _, final = text.partition(":")
+    try:
+        if name == "cosine" and not final:
+            return "cosine"
+        if name in ("exponential", "exp") and float(final or 1e-6) > 0:
+            return f"exponential:{float(final or 1e-6):g}"
+    except ValueError:
+        pass
+    raise CLIError(f"{label} must be 'cosine' or 'exponential[:FINAL]' (e.g. exponential:1e-6); "
+                   f"got {v!r}.")
+
+
+def schedule_object(text: str):
+    """The `dsr` schedule of an `--lr-schedule` value (None: the default cosine)."""
+    from .._schedule import ExponentialDecay
+
+    return None if text == "cosine" else ExponentialDecay(float(text.partition(":")[2]))
+
+
+def _delay_embed(label, v):
+    """None, 'auto' or [m, tau]."""
+    if v is None or (isinstance(v, str) and v.strip().lower() in ("", "none")):
+        return None
+    if isinstance(v, str) and v.strip().lower() == "auto":
+        return "auto"
+    return _embedding(label, v)
+
+
 def _bool(label, v):
     if isinstance(v, bool):
         return v
@@ -173,6 +230,10 @@ DATA = [
            "data", "NAME"),
     Option("standardize", _bool, True, "standardize every variable with the training data's "
            "mean and std (stored in the run folder)", "data", flag=True),
+    Option("delay_embed", _delay_embed, None, "train on the delay embedding (x_t, x_{t-tau}, "
+           "…) of a one-column recording: M,TAU, or auto (tau: first minimum of the mutual "
+           "information; M: false nearest neighbours below 5 %%; see dsr.choose_embedding)",
+           "data", "M,TAU|auto"),
     Option("dt", _float(0.0, optional=True), None, "sampling step in your time unit (λ_max is "
            "per time unit; default: a data_gen set's dt, else 1 = per step)", "data"),
 ]
@@ -194,6 +255,11 @@ TRAINING = [
            "loss)", "training"),
     Option("lr", _float(), F["learning_rate"], "learning rate (RAdam, cosine decay to lr/50)",
            "training"),
+    Option("noise", _nonnegative, F["noise"], "Gaussian noise (std, standardized units) added to "
+           "the teacher signals every update; the targets stay clean (0: none)", "training"),
+    Option("lr_schedule", _schedule, "cosine", "learning-rate schedule: cosine (to lr/50) or "
+           "exponential[:FINAL] (geometric decay to FINAL, default 1e-6, as the GTF authors)",
+           "training", "NAME"),
     Option("solver", _choice(*SOLVERS), F["solver"], "GTF solver", "training"),
     Option("runs", integer(1), 1, "independent runs K, trained together as one ensemble",
            "training", "K"),
@@ -202,6 +268,13 @@ TRAINING = [
            "training"),
     Option("monitor_every", integer(0, optional=True), F["monitor_every"], "updates between "
            "free-run checks (default: 4 per fit; 0: never)", "training"),
+    Option("validation", _validation, None, "free-run validation data: a recording (same "
+           "format as DATA) or a fraction in (0, 1) of the training data taken from its end",
+           "training", "FILE|FRACTION"),
+    Option("keep", _choice("last", "best"), F["keep"], "keep the parameters of the last "
+           "update or each run's best validation step (needs --validation)", "training"),
+    Option("eval_every", integer(1, optional=True), F["eval_every"], "updates between "
+           "validation free runs (default: 20 per fit)", "training"),
 ]
 EVALUATION = [
     Option("embedding", _embedding, None, "delay embedding m,tau for D_stsp^DE", "evaluation",
@@ -225,10 +298,13 @@ FIT_OPTIONS = DATA + MODEL + TRAINING + EVALUATION + OUTPUT
 EVAL_OPTIONS = EVALUATION + OUTPUT
 BY_NAME = {o.name: o for o in FIT_OPTIONS}
 #: Options that fix what the run is; `fit --resume` refuses to change them.
-IDENTITY = ("data", "inputs", "columns", "key", "standardize", "model", "latent_dim",
+IDENTITY = ("data", "inputs", "columns", "key", "standardize", "delay_embed", "model", "latent_dim",
             "hidden_dim", "rank", "runs", "seed")
 #: Options that change the training result; changing one on resume needs --resume-settings.
-TRAINING_SETTINGS = ("alpha", "steps", "seq_len", "batch_size", "warmup", "lr", "solver")
+TRAINING_SETTINGS = ("alpha", "steps", "seq_len", "batch_size", "warmup", "lr", "lr_schedule",
+                     "noise",
+                     "solver",
+                     "validation", "keep", "eval_every")
 
 
 def read_config_file(path: str) -> dict:

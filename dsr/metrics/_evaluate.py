@@ -14,6 +14,7 @@ from jaxtyping import PRNGKeyArray
 
 from .._checks import check_bool, check_int, check_key, check_real
 from .._ensemble import Ensemble
+from .._free_run import data_range, orbit_status
 from .._generate import generate
 from ._dstsp import MIN_SAMPLES, state_space_divergence
 from ._embedding import embedding_window
@@ -95,15 +96,22 @@ def free_orbit(model, x: np.ndarray, settings: dict):
 
 
 def orbit_report(x: np.ndarray, x_gen: np.ndarray) -> dict:
-    """`diverged` and `status` (`"ok"`, `"diverged"` or `"collapsed"`) of the free orbit, and
+    """`diverged` and `status` (`"ok"`, `"diverged"`, `"collapsed"` or `"off"`: bounded but
+    outside the test data's range, the rule of `dsr.orbit_status`) of the free orbit, and
     `notes` saying why."""
     why = divergence_reason(x_gen, x, DIVERGENCE_THRESHOLD)
     if why is not None:
         return {"diverged": True, "status": "diverged",
                 "notes": [f"the free-running orbit has diverged ({why})."]}
     note = collapse_note(x_gen, x)
-    return {"diverged": False, "status": "ok" if note is None else "collapsed",
-            "notes": [] if note is None else [note]}
+    if note is not None:
+        return {"diverged": False, "status": "collapsed", "notes": [note]}
+    ref = data_range(x)
+    off = orbit_status(x_gen, **ref)
+    if off.status == "off":
+        return {"diverged": False, "status": "off",
+                "notes": [f"the free-running orbit {off.describe()}."]}
+    return {"diverged": False, "status": "ok", "notes": []}
 
 
 def dstsp_measure(x, x_gen, settings: dict, key, progress=None) -> dict:
@@ -167,14 +175,15 @@ def evaluate(
 
     **Returns:** a dict with `D_stsp`, `D_stsp_stderr`, `D_H`, `RMSE_n`, `lambda_max` (per
     time unit when the data set has `dt`, else per step), `diverged`, `settings`, and
-    `status` (`"ok"`, `"diverged"` or `"collapsed"`), `notes` (why), `D_stsp_status`,
+    `status` (`"ok"`, `"diverged"`, `"collapsed"` or `"off"`: bounded but outside the test
+    data's range, see `dsr.orbit_status`), `notes` (why), `D_stsp_status`,
     `D_stsp_note`.
 
     **Ensembles.** For an `Ensemble` of K members the free orbits are generated in one
     vmapped call; each scalar measure is an array `(K,)`, `diverged` a bool array,
     `status`/`notes`/`D_stsp_status`/`D_stsp_note` lists, and `summary` holds, per measure,
     `{"median", "mad", "n"}` over all members (diverged members enter with D_stsp = inf),
-    with `members`, `n_diverged` and `n_collapsed`. Member i is evaluated with
+    with `members`, `n_diverged`, `n_collapsed` and `n_off`. Member i is evaluated with
     `jax.random.split(key, K)[i]`, so it matches `evaluate(ens[i], ..., key=that key)`.
     """
     x, s = evaluation_settings(

@@ -33,6 +33,7 @@ def summarize(out: dict) -> dict:
     summary["members"] = len(out["diverged"])
     summary["n_diverged"] = int(np.sum(out["diverged"]))
     summary["n_collapsed"] = int(sum(s == "collapsed" for s in out["status"]))
+    summary["n_off"] = int(sum(s == "off" for s in out["status"]))
     return summary
 
 

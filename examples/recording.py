@@ -1,0 +1,232 @@
+"""A one-channel recording, end to end: delay embedding, an ensemble of clipped shPLRNNs with
+free-run validation, and an evaluation on the held-out last minute against baselines.
+
+    python -m examples.recording PATH [--fs 360] [--quick] [--out results/examples/recording]
+    python -m examples.recording --synthetic [--quick]
+
+`PATH`: a `.npy` file with one channel, e.g. the MIT-BIH ECG of
+`np.save("ecg.npy", scipy.datasets.electrocardiogram())` (five minutes at 360 Hz);
+`--synthetic`: the synthetic ECG of `examples.ecg_like` (250 Hz) through the same pipeline.
+
+The pipeline: standardize with the training part's mean and std; hold out the last minute
+(`--test-seconds`); choose `(m, τ)` by `dsr.choose_embedding` on the training part; train
+`--members` clipped shPLRNNs as one ensemble (GTF, α = 0.3, T = 200, batch 16, exponential
+learning-rate decay to 1e-6, validation on the last 15 % of the training part, each member
+kept at its best validation step). Every member, a linear VAR(1) fitted by least squares
+(the linear baseline) and the training part itself (the floor) are then measured against the
+held-out minute the same way: a free run of `--gen-factor` × its length from a context at its
+start, its status (in range / off / diverged / collapsed against the training data's range),
+binning D_stsp (`min(30, ⌊T^(1/N)⌋)` bins per axis, as `fit`'s validation) in the embedding, D_H of the original channel, and beat
+statistics of the original channel (R peaks above 2 standard deviations at least 0.25 s
+apart; mean and standard deviation of the R-R interval, its median, and the fraction of
+premature beats, R-R < 80 % of the median). Pictures: early and late time series, the
+embedded state space and the spectra (`recording.png`); numbers in `recording.json`.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import warnings
+
+import jax
+import numpy as np
+
+import dsr
+from dsr._free_run import data_range
+from dsr._validation import n_bins
+from dsr.metrics._dstsp_bins import binned_divergence
+
+from ._common import parser, pyplot, table, write_json
+
+SETTINGS = dict(members=4, hidden_dim=250, alpha=0.3, seq_len=200, batch_size=16,
+                steps=20_000, lr=1e-3, final_lr=1e-6, validation=0.15, gen_factor=10)
+QUICK = dict(members=4, hidden_dim=16, alpha=0.3, seq_len=50, batch_size=8, steps=150,
+             lr=3e-3, final_lr=1e-4, validation=0.2, gen_factor=2)
+
+
+def beat_stats(ecg: np.ndarray, fs: float) -> dict:
+    """R-R interval statistics (in samples) of a standardized ECG channel."""
+    from scipy.signal import find_peaks
+
+    ecg = np.asarray(ecg, np.float64)
+    if not np.all(np.isfinite(ecg)):
+        return dict(beats=0, rr_mean=np.nan, rr_std=np.nan, rr_median=np.nan, premature=np.nan)
+    peaks, _ = find_peaks(ecg, height=2.0, distance=max(1, int(0.25 * fs)))
+    rr = np.diff(peaks).astype(np.float64)
+    if len(rr) < 2:
+        return dict(beats=len(peaks), rr_mean=np.nan, rr_std=np.nan, rr_median=np.nan,
+                    premature=np.nan)
+    med = float(np.median(rr))
+    return dict(beats=len(peaks), rr_mean=float(rr.mean()), rr_std=float(rr.std()),
+                rr_median=med, premature=float(np.mean(rr < 0.8 * med)))
+
+
+def measures(name, x_test, gen, x_train, fs) -> dict:
+    """Status, binning D_stsp (embedding), D_H (channel 0) and beat statistics of `gen`."""
+    ref = data_range(x_train)
+    st = dsr.orbit_status(gen, **ref)
+    row = dict(name=name, status=st.status, max_abs=float(np.nanmax(np.abs(gen))))
+    if st.status == "diverged":
+        row.update(D_stsp=np.inf, D_H=1.0)
+    else:
+        row["D_stsp"] = binned_divergence(x_test, gen, n_bins(*x_test.shape))[0]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            row["D_H"] = dsr.metrics.power_spectrum_distance(x_test[:, :1], gen[:, :1])
+    row.update(beat_stats(gen[:, 0], fs))
+    return row
+
+
+def var1(x: np.ndarray):
+    """`x_{t+1} = A x_t + c` by least squares."""
+    X = np.concatenate([x[:-1], np.ones((len(x) - 1, 1))], 1)
+    coef, *_ = np.linalg.lstsq(X, x[1:], rcond=None)
+    return coef
+
+
+def var1_run(coef, x0, n):
+    out, x = np.empty((n, len(x0))), np.asarray(x0, np.float64)
+    for i in range(n):
+        x = np.concatenate([x, [1.0]]) @ coef
+        if not np.all(np.isfinite(x)) or np.abs(x).max() > 1e12:
+            out[i:] = np.nan
+            break
+        out[i] = x
+    return out
+
+
+def prepare(raw: np.ndarray, fs: float, test_seconds: float):
+    """`(train embedded, test embedded, (m, tau), mean, std)`."""
+    n_test = int(test_seconds * fs)
+    if len(raw) < 4 * n_test:
+        raise SystemExit(f"the recording has {len(raw)} samples; holding out {n_test} needs "
+                         f"at least {4 * n_test}.")
+    train_raw, test_raw = raw[:-n_test], raw[-n_test:]
+    mu, sd = float(train_raw.mean()), float(train_raw.std())
+    train_raw, test_raw = (train_raw - mu) / sd, (test_raw - mu) / sd
+    m, tau = dsr.choose_embedding(train_raw)
+    emb = lambda v: np.asarray(dsr.metrics.delay_embed(v[:, None], m, tau), np.float32)  # noqa
+    return emb(train_raw), emb(test_raw), (m, tau), mu, sd
+
+
+def train(x_train, s: dict, seed: int, checkpoint: str):
+    """The ensemble, fitted with validation and best-keeping (resumes from `checkpoint`)."""
+    N = x_train.shape[1]
+    ens = dsr.ensemble(lambda k: dsr.ClippedShPLRNN(N, N, s["hidden_dim"], key=k),
+                       s["members"], key=jax.random.key(seed))
+    kw = dict(steps=s["steps"], seq_len=s["seq_len"], batch_size=s["batch_size"],
+              learning_rate=s["lr"], schedule=dsr.ExponentialDecay(s["final_lr"]),
+              validation=s["validation"], keep="best", key=jax.random.key(seed + 1),
+              checkpoint=checkpoint, checkpoint_every=max(1, s["steps"] // 20),
+              progress=False)
+    resume = checkpoint if os.path.isfile(checkpoint) else None
+    return dsr.fit(ens, x_train, s["alpha"], resume=resume, **kw)
+
+
+def evaluate_all(res, x_train, x_test, s, fs) -> tuple[list, dict]:
+    """Rows for every member, the VAR(1) baseline and the floor; and the free runs."""
+    n_gen, ctx = s["gen_factor"] * len(x_test), x_test[:s["seq_len"]]
+    gens = np.asarray(dsr.generate(res.model, n_gen, context=ctx, check=False), np.float64)
+    rows = [dict(measures(f"member {i}", x_test, g, x_train, fs),
+                 best_step=int(np.atleast_1d(res.validation["best_step"])[i]))
+            for i, g in enumerate(gens)]
+    runs = {f"member {i}": g for i, g in enumerate(gens)}
+    coef = var1(x_train.astype(np.float64))
+    runs["VAR(1)"] = var1_run(coef, ctx[-1], n_gen)
+    rows.append(measures("VAR(1)", x_test, runs["VAR(1)"], x_train, fs))
+    rows.append(measures("floor (training part)", x_test, x_train.astype(np.float64),
+                         x_train, fs))
+    rows.append(dict(measures("held-out data", x_test, x_test.astype(np.float64), x_train, fs),
+                     D_stsp=0.0, D_H=0.0))
+    return rows, runs
+
+
+def draw(path, x_test, runs, fs, tau):
+    plt = pyplot()
+    fig, ax = plt.subplots(2, 2, figsize=(12, 7.5))
+    w = int(3 * fs)
+    t = np.arange(w) / fs
+    names = ["member 0", "member 1", "VAR(1)"]
+    ax[0, 0].plot(t, x_test[:w, 0], "k", lw=1, label="held-out data")
+    for n in names:
+        if n in runs:
+            ax[0, 0].plot(t, runs[n][:w, 0], lw=0.8, label=n)
+            ax[0, 1].plot(t, runs[n][-w:, 0], lw=0.8, label=n)
+    ax[0, 1].plot(t, x_test[-w:, 0], "k", lw=1, label="held-out data")
+    ax[0, 0].set(title="early: first 3 s of the free runs", xlabel="s")
+    ax[0, 1].set(title=f"late: last 3 s of a {len(runs['member 0']) / fs:.0f} s free run",
+                 xlabel="s")
+    ax[0, 0].legend(fontsize=7)
+    lag = min(2, x_test.shape[1] - 1)
+    ax[1, 0].plot(x_test[:, 0], x_test[:, lag], "k", lw=0.3, label="held-out data")
+    g = runs["member 0"]
+    ax[1, 0].plot(g[-len(x_test):, 0], g[-len(x_test):, lag], lw=0.3, label="member 0 (late)")
+    ax[1, 0].set(title="embedded state space", xlabel="x(t)", ylabel=f"x(t-{lag * tau})")
+    for n, x in [("held-out data", x_test)] + [(n, runs[n]) for n in names if n in runs]:
+        if np.all(np.isfinite(x)):
+            f = np.fft.rfftfreq(len(x), 1 / fs)
+            p = np.abs(np.fft.rfft(x[:, 0] - x[:, 0].mean())) ** 2
+            k = max(1, len(p) // 2000)
+            ax[1, 1].semilogy(f[: len(p) // k * k].reshape(-1, k).mean(1),
+                              p[: len(p) // k * k].reshape(-1, k).mean(1) + 1e-12, lw=0.8,
+                              label=n, color="k" if n == "held-out data" else None)
+    ax[1, 1].set(title="power spectrum of the original channel", xlabel="Hz", xlim=(0, 40))
+    ax[1, 1].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(argv=None):
+    p = parser("recording", __doc__)
+    p.add_argument("path", nargs="?", help="a one-channel .npy recording")
+    p.add_argument("--synthetic", action="store_true", help="the synthetic ECG (ecg_like)")
+    p.add_argument("--fs", type=float, default=360.0, help="sampling rate (Hz)")
+    p.add_argument("--test-seconds", type=float, default=60.0)
+    p.add_argument("--steps", type=int, default=None, help="updates (default 20000)")
+    p.add_argument("--members", type=int, default=None)
+    a = p.parse_args(argv)
+    t0 = time.perf_counter()
+    s = dict(QUICK if a.quick else SETTINGS)
+    s.update({k: v for k, v in (("steps", a.steps), ("members", a.members)) if v is not None})
+    if a.synthetic:
+        from .ecg_like import FS, ecg_like
+
+        raw, fs = ecg_like(5 * 60 * int(FS), seed=a.seed, m=1)[0][:, 0], FS
+    elif a.path:
+        raw, fs = np.load(a.path).astype(np.float64).reshape(-1), a.fs
+    else:
+        raise SystemExit("give PATH (a one-channel .npy) or --synthetic")
+    if a.quick:  # a short stretch, and a short held-out part
+        raw, a.test_seconds = raw[: int(60 * fs)], 10.0
+    os.makedirs(a.out, exist_ok=True)
+    x_train, x_test, (m, tau), mu, sd = prepare(raw, fs, a.test_seconds)
+    print(f"embedding m={m}, tau={tau} ({1000 * tau / fs:.0f} ms); train {x_train.shape}, "
+          f"held out {x_test.shape}; {s}")
+    t1 = time.perf_counter()
+    res = train(x_train, s, a.seed, os.path.join(a.out, "fit.ckpt"))
+    train_s = time.perf_counter() - t1
+    if res.interrupted:
+        print(f"interrupted after {len(res.history['wall_time'])} updates; run the same "
+              "command again to resume from the checkpoint")
+        return None
+    rows, runs = evaluate_all(res, x_train, x_test, s, fs)
+    cols = ["name", "status", "D_stsp", "D_H", "beats", "rr_mean", "rr_std", "rr_median",
+            "premature", "max_abs", "best_step"]
+    print(table(rows, cols))
+    draw(os.path.join(a.out, "recording.png"), x_test, runs, fs, tau)
+    v = res.validation
+    write_json(os.path.join(a.out, "recording.json"), dict(
+        settings=s, embedding=dict(m=m, tau=tau), fs=fs, standardization=[mu, sd],
+        rows=rows, train_s=train_s, validation_s=v["seconds"],
+        validation=dict(step=v["step"], D_stsp=v["D_stsp"], D_H=v["D_H"]),
+        interrupted=res.interrupted, source="synthetic" if a.synthetic else
+        os.path.basename(a.path)), t0)
+    print(f"training {train_s:.0f} s (validation {v['seconds']:.0f} s); total "
+          f"{time.perf_counter() - t0:.0f} s; wrote {a.out}/recording.json, recording.png")
+    return rows
+
+
+if __name__ == "__main__":
+    main()
