@@ -38,6 +38,11 @@ def parse(argv):
     p.add_argument("--members", type=int, metavar="K", help="ensemble members / seeds")
     p.add_argument("--steps", type=int, metavar="N", help="dsr training updates")
     p.add_argument("--out", required=True, metavar="DIR")
+    p.add_argument("--report-only", action="store_true",
+                   help="train nothing: tables and figure from the cells already in DIR "
+                        "(e.g. while a run is still going)")
+    p.add_argument("--docs", metavar="PAGE",
+                   help="also write the tables and figure into this markdown page")
     a = p.parse_args(argv)
     for opt in ("members", "steps"):
         v = getattr(a, opt)
@@ -55,6 +60,8 @@ def main(argv=None) -> int:
     for opt in ("members", "steps"):
         if getattr(a, opt) is not None:
             s[opt] = getattr(a, opt)
+    if a.report_only and not os.path.exists(os.path.join(a.out, "settings.json")):
+        raise SystemExit(f"error: --out {a.out}: no run there (no settings.json)")
     os.makedirs(a.out, exist_ok=True)
     check_settings(a.out, s)
     from ._report import report
@@ -69,9 +76,17 @@ def main(argv=None) -> int:
         with open(log_path, "a") as f:
             f.write(line + "\n")
 
-    log(f"python -m benchmarks.compare {' '.join(sys.argv[1:] if argv is None else argv)}")
-    run(a.out, s, log)
-    report(a.out, s, log)
+    cmd = f"python -m benchmarks.compare {' '.join(sys.argv[1:] if argv is None else argv)}"
+    if a.report_only:
+        result = report(a.out, s, print)
+    else:
+        log(cmd)
+        run(a.out, s, log)
+        result = report(a.out, s, log)
+    if a.docs:
+        from ._docs import write_docs
+
+        write_docs(a.docs, a.out, result, cmd)
     return 0
 
 

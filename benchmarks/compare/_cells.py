@@ -55,7 +55,7 @@ def check_settings(out: str, settings: dict) -> None:
     if os.path.exists(p):
         with open(p) as f:
             old = json.load(f)
-        keep = ("systems", "methods")  # a rerun may run more or fewer of them
+        keep = ("systems", "methods", "variants")  # a rerun may run more or fewer of them
         a = {k: v for k, v in old.items() if k not in keep}
         b = {k: v for k, v in json.loads(json.dumps(_clean(settings))).items() if k not in keep}
         if a != b:

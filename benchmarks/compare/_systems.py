@@ -93,7 +93,8 @@ class System:
                 return jnp.stack(jnp.broadcast_arrays(*g(*x, t, *plist)))
 
             try:  # the NumPy right-hand side traced with jax.numpy
-                jax.eval_shape(lambda x: field(0.0, x, None), jnp.asarray(s.ic, jnp.float64))
+                jax.eval_shape(lambda x: field(0.0, x, None),
+                               jax.ShapeDtypeStruct(np.shape(s.ic), jnp.float32))
             except Exception as e:
                 raise SystemExit(f"error: --systems: {name!r}: its dysts right-hand side does "
                                  f"not trace with jax.numpy ({type(e).__name__}: {e}); this "
