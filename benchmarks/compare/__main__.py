@@ -17,9 +17,9 @@ from ._cells import check_settings
 from ._run import METHODS, VARIANTS
 from ._systems import DEFAULT_SYSTEMS, QUICK_SYSTEMS, check_systems
 
-DEFAULT = dict(members=4, steps=2000, n_train=10_000, n_test=8_000, pts_per_period=30,
-               transient=2_000, horizon=150, n_rmse=10, seed=0)
-QUICK = dict(DEFAULT, members=2, steps=60, n_train=2_500, n_test=2_000, horizon=60,
+DEFAULT = dict(members=4, steps=2000, n_train=10_000, n_test=8_000, pts_per_period=100,
+               transient=2_000, horizon=400, n_rmse=25, seed=0)
+QUICK = dict(DEFAULT, members=2, steps=60, n_train=2_500, n_test=2_000, horizon=100,
              transient=500, variants=["clean"])
 
 
