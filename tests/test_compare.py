@@ -4,6 +4,8 @@
 import json
 import math
 
+import jax
+
 import numpy as np
 import pytest
 
@@ -52,6 +54,26 @@ def test_median_mad_and_valid_time():
     assert med == 3.0 and mad == 1.0  # nan left out; inf counts in the median, not the MAD
     err = np.array([[0.1, 0.2, 0.6, 0.1], [0.1, 0.1, 0.1, 0.1]])
     np.testing.assert_allclose(valid_time(err, dt=0.5, lyap=2.0), [2.0, 4.0])
+
+
+def test_max_lyapunov_jvp_matches_dsr_and_a_linear_map():
+    import jax.numpy as jnp
+
+    from dsr.metrics import max_lyapunov
+
+    from benchmarks.compare._measures import max_lyapunov_jvp
+
+    A = jnp.array([[2.0, 0.3], [0.0, 0.5]])
+    lam = max_lyapunov_jvp(lambda z: A @ z, jnp.ones(2), 200, 20, dt=0.5)
+    assert abs(lam - 2 * np.log(2.0)) < 1e-3
+
+    def step(z):  # the Hénon map, λ ≈ 0.42
+        return jnp.array([1 - 1.4 * z[0] ** 2 + z[1], 0.3 * z[0]])
+
+    ref = float(max_lyapunov(step, jax.jacfwd(step), jnp.array([0.1, 0.1]), 3000,
+                             n_transient=100))
+    ours = max_lyapunov_jvp(step, jnp.array([0.1, 0.1]), 3000, 100, dt=1.0)
+    assert abs(ours - ref) < 1e-3 and abs(ours - 0.42) < 0.02
 
 
 def test_esn_in_jax_equals_reservoirpy():
