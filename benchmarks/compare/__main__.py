@@ -18,9 +18,9 @@ from ._run import METHODS, VARIANTS
 from ._systems import DEFAULT_SYSTEMS, QUICK_SYSTEMS, check_systems
 
 DEFAULT = dict(members=4, steps=2000, n_train=10_000, n_test=8_000, pts_per_period=100,
-               transient=2_000, horizon=400, n_rmse=25, seed=0)
+               transient=2_000, horizon=400, n_rmse=25, seed=0, grid="full")
 QUICK = dict(DEFAULT, members=2, steps=60, n_train=2_500, n_test=2_000, horizon=100,
-             transient=500, variants=["clean"])
+             transient=500, variants=["clean"], grid="small")
 
 
 def parse(argv):
@@ -81,7 +81,11 @@ def main(argv=None) -> int:
         result = report(a.out, s, print)
     else:
         log(cmd)
-        run(a.out, s, log)
+        try:
+            run(a.out, s, log)
+        except KeyboardInterrupt as e:
+            log(f"interrupted ({e}); the same command resumes")
+            return 130
         result = report(a.out, s, log)
     if a.docs:
         from ._docs import write_docs

@@ -12,6 +12,7 @@ import os
 import time
 
 import jax
+import jax.numpy as jnp
 
 import dsr
 from dsr._generate import warm_start
@@ -28,12 +29,19 @@ def dsr_members(data, k: int, settings: dict, clipped: bool, checkpoint: str, se
                        key=jax.random.key(seed))
     t0 = time.perf_counter()
     resume = checkpoint if os.path.exists(checkpoint) else None
+    wall_file = checkpoint + ".wall_s"  # training time of earlier, interrupted sessions
+    before = float(open(wall_file).read()) if resume and os.path.exists(wall_file) else 0.0
     res = dsr.fit(ens, data["train"], alpha=SETTINGS["alpha"], steps=settings["steps"],
                   seq_len=SETTINGS["seq_len"], batch_size=SETTINGS["batch_size"],
                   learning_rate=SETTINGS["learning_rate"], solver=dsr.DEER(),
                   key=jax.random.key(seed + 1), progress=False, checkpoint=checkpoint,
                   resume=resume)
-    wall = time.perf_counter() - t0
+    wall = before + time.perf_counter() - t0
+    with open(wall_file, "w") as f:
+        f.write(repr(wall))
+    if res.interrupted:  # Ctrl-C / SIGTERM: the checkpoint is saved; stop, do not score it
+        raise KeyboardInterrupt(f"dsr.fit interrupted; rerun to resume from {checkpoint}")
+    stopped = [bool(v) for v in jnp.atleast_1d(jnp.asarray(res.stopped))]
     members = []
     for i in range(k):
         m = res.model[i]
@@ -41,6 +49,6 @@ def dsr_members(data, k: int, settings: dict, clipped: bool, checkpoint: str, se
                               step=lambda z, m=m: m.step(z), observe=lambda z, m=m: m.observe(z),
                               train_s=wall / k,
                               info=dict(SETTINGS, steps=settings["steps"], member=i,
-                                        resumed=resume is not None,
+                                        resumed=resume is not None, frozen=stopped[i],
                                         ensemble_wall_s=wall)))
     return members

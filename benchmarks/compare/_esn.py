@@ -6,7 +6,7 @@ The fitted reservoir's matrices are read out of reservoirpy and the same update
 generation, forecasts and the Lyapunov exponent (on the reservoir state) use the shared code;
 `check_against_reservoirpy` verifies it equals reservoirpy's own `run` on the fit.
 
-Tuning (on the validation split, seed 0): spectral radius and leak rate over `GRID`; K seeds
+Tuning (on the validation split, seed 0): spectral radius and leak rate over `GRID` (`--quick`: `SMALL_GRID`); K seeds
 (different random reservoirs) with the chosen setting.
 """
 
@@ -23,6 +23,7 @@ UNITS = 400
 RIDGE = 1e-6
 WARMUP = 100
 GRID = [dict(sr=sr, lr=lr) for sr in (0.6, 0.9, 1.2) for lr in (0.3, 1.0)]
+SMALL_GRID = [dict(sr=0.9, lr=0.3), dict(sr=1.2, lr=1.0)]  # --quick
 
 
 def _fit(x: np.ndarray, sr: float, lr: float, seed: int):
@@ -86,7 +87,7 @@ def check_against_reservoirpy(x: np.ndarray, sr=0.9, lr=0.5, seed=0, n=50) -> fl
 def esn_members(data, k: int, settings: dict, score) -> list[Member]:
     t0 = time.perf_counter()
     tried, best = [], None
-    for g in GRID:
+    for g in (SMALL_GRID if settings.get("grid") == "small" else GRID):
         res, ro, _ = _fit(data["train"], seed=0, **g)
         s = score(esn_member(_arrays(res, ro)))
         tried.append(dict(g, val_score=s))

@@ -3,7 +3,7 @@ derivatives by a smoothed (Savitzky–Golay) finite difference; the identified v
 integrated by RK4 (the same map generates, forecasts and gives the Lyapunov exponent).
 
 Tuning (on the validation split, by `validation_score`): the library degree and the STLSQ
-threshold over `GRID`. SINDy is deterministic: one member.
+threshold over `GRID` (`--quick`: `SMALL_GRID`). SINDy is deterministic: one member.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import numpy as np
 from ._member import Member, rk4_map
 
 GRID = [dict(degree=d, threshold=t) for d in (2, 3) for t in (0.02, 0.05, 0.1, 0.2)]
+SMALL_GRID = [dict(degree=2, threshold=0.05), dict(degree=3, threshold=0.1)]  # --quick
 SUBSTEPS = 10
 
 
@@ -47,7 +48,7 @@ def sindy_members(data, k: int, settings: dict, score) -> list[Member]:
     t0 = time.perf_counter()
     dt = settings["dt"]
     tried, best = [], None
-    for g in GRID:
+    for g in (SMALL_GRID if settings.get("grid") == "small" else GRID):
         coef, powers, model = _fit(data["train"], dt, **g)
         m = sindy_member(coef, powers, dt, **g, n_terms=int(np.count_nonzero(coef)))
         s = score(m)
