@@ -11,6 +11,7 @@ import numpy as np
 from ._cells import load_cell, read_number, write_json
 from ._measures import LOWER_IS_BETTER, MEASURES
 
+DSR = ("shPLRNN", "clipped_shPLRNN")
 UNITS = {"D_stsp": "", "D_stsp_bins": "", "D_H": "", "lambda_err": "1/time",
          "RMSE_n": "std. units", "VPT": "Lyapunov times", "train_s": "s"}
 
@@ -60,7 +61,7 @@ def tables(cells: list[dict], s: dict) -> tuple[str, dict, dict]:
     rows = [(n, v) for n in s["systems"] for v in s["variants"]
             if any((n, v, m) in by for m in methods)]
     wins = {meas: {m: 0 for m in methods} for meas in MEASURES}
-    md = []
+    md, losses = [], []
     for meas in MEASURES:
         cols = ["floor"] + methods if meas != "train_s" else methods
         md.append(f"\n**{meas}**" + (f" ({UNITS[meas]})" if UNITS[meas] else "")
@@ -81,6 +82,11 @@ def tables(cells: list[dict], s: dict) -> tuple[str, dict, dict]:
             if meds and all((n, v, m) in by for m in methods):
                 best = (min if LOWER_IS_BETTER[meas] else max)(meds, key=meds.get)
                 wins[meas][best] += 1
+                ours = {m: meds[m] for m in meds if m in DSR}
+                if best not in DSR and ours and meas != "train_s":
+                    top = (min if LOWER_IS_BETTER[meas] else max)(ours, key=ours.get)
+                    losses.append(f"| {n} | {v} | {meas} | {best} {meds[best]:.3g} | "
+                                  f"{top} {ours[top]:.3g} |")
                 cells_txt = [f"**{t}**" if c == best else t for c, t in zip(cols, cells_txt)]
             md.append(f"| {n} | {v} | " + " | ".join(cells_txt) + " |")
     md.append("\n**Wins per measure** (best median among the methods, per system and variant; "
@@ -89,6 +95,11 @@ def tables(cells: list[dict], s: dict) -> tuple[str, dict, dict]:
     md.append("|---|" + "---|" * len(methods))
     for meas in MEASURES:
         md.append(f"| {meas} | " + " | ".join(str(wins[meas][m]) for m in methods) + " |")
+    md.append("\n**Where dsr loses** (rows where another method has the best median; "
+              "training time left out)\n")
+    md.append("| system | variant | measure | best method, median | best dsr model, median |")
+    md.append("|---|---|---|---|---|")
+    md.extend(losses or ["| (none) | | | | |"])
     md.append("\n**Diverged / collapsed members** (of all members run)\n")
     md.append("| method | members | diverged | collapsed | failed | cells | wall time (s) |")
     md.append("|---|---|---|---|---|---|---|")
