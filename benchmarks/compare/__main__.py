@@ -1,0 +1,98 @@
+"""`python -m benchmarks.compare [--quick] [--systems NAME ...] [--methods ...] [--members K]
+[--steps N] --out DIR`: dsr (shPLRNN and clipped shPLRNN ensembles by GTF-DEER) against SINDy,
+an echo-state network and VAR(1) on dysts systems and Lorenz-96, clean and with 5 % observation
+noise; every member of every method in `DIR/compare.json`, a table (`DIR/table.md`, printed)
+and a figure (`DIR/compare.png`). Finished (system, variant, method) cells are checkpointed
+under `DIR/cells/` (and dsr's training under `DIR/ckpt/`): rerunning the same command resumes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+from ._cells import check_settings
+from ._run import METHODS, VARIANTS
+from ._systems import DEFAULT_SYSTEMS, QUICK_SYSTEMS, check_systems
+
+DEFAULT = dict(members=4, steps=2000, n_train=10_000, n_test=8_000, pts_per_period=100,
+               transient=2_000, horizon=400, n_rmse=25, seed=0, grid="full")
+QUICK = dict(DEFAULT, members=2, steps=60, n_train=2_500, n_test=2_000, horizon=100,
+             transient=500, variants=["clean"], grid="small")
+
+
+def parse(argv):
+    p = argparse.ArgumentParser(prog="python -m benchmarks.compare", description=__doc__.split(
+        "\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true",
+                   help=f"{len(QUICK_SYSTEMS)} systems, K = 2, {QUICK['steps']} updates")
+    p.add_argument("--systems", nargs="+", metavar="NAME",
+                   help="dysts system names (or Lorenz96 = data_gen's); default: "
+                        + " ".join(DEFAULT_SYSTEMS))
+    p.add_argument("--methods", nargs="+", choices=METHODS, default=list(METHODS))
+    p.add_argument("--variants", nargs="+", choices=tuple(VARIANTS),
+                   help="clean and/or noisy (5 %% Gaussian observation noise on the training "
+                        "data); default: both (--quick: clean)")
+    p.add_argument("--members", type=int, metavar="K", help="ensemble members / seeds")
+    p.add_argument("--steps", type=int, metavar="N", help="dsr training updates")
+    p.add_argument("--out", required=True, metavar="DIR")
+    p.add_argument("--report-only", action="store_true",
+                   help="train nothing: tables and figure from the cells already in DIR "
+                        "(e.g. while a run is still going)")
+    p.add_argument("--docs", metavar="PAGE",
+                   help="also write the tables and figure into this markdown page")
+    a = p.parse_args(argv)
+    for opt in ("members", "steps"):
+        v = getattr(a, opt)
+        if v is not None and v < 1:
+            p.error(f"--{opt} must be ≥ 1; got {v}")
+    return a
+
+
+def main(argv=None) -> int:
+    a = parse(sys.argv[1:] if argv is None else argv)
+    systems = check_systems(a.systems or (QUICK_SYSTEMS if a.quick else DEFAULT_SYSTEMS))
+    s = dict(QUICK if a.quick else DEFAULT, systems=systems, methods=list(a.methods),
+             quick=a.quick)
+    s["variants"] = list(a.variants or s.get("variants", VARIANTS))
+    for opt in ("members", "steps"):
+        if getattr(a, opt) is not None:
+            s[opt] = getattr(a, opt)
+    if a.report_only and not os.path.exists(os.path.join(a.out, "settings.json")):
+        raise SystemExit(f"error: --out {a.out}: no run there (no settings.json)")
+    os.makedirs(a.out, exist_ok=True)
+    check_settings(a.out, s)
+    from ._report import report
+    from ._run import run
+
+    t0 = time.perf_counter()
+    log_path = os.path.join(a.out, "log.txt")
+
+    def log(msg):
+        line = f"[{time.perf_counter() - t0:7.1f} s] {msg}"
+        print(line, flush=True)
+        with open(log_path, "a") as f:
+            f.write(line + "\n")
+
+    cmd = f"python -m benchmarks.compare {' '.join(sys.argv[1:] if argv is None else argv)}"
+    if a.report_only:
+        result = report(a.out, s, print)
+    else:
+        log(cmd)
+        try:
+            run(a.out, s, log)
+        except KeyboardInterrupt as e:
+            log(f"interrupted ({e}); the same command resumes")
+            return 130
+        result = report(a.out, s, log)
+    if a.docs:
+        from ._docs import write_docs
+
+        write_docs(a.docs, a.out, result, cmd)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

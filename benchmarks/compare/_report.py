@@ -1,0 +1,131 @@
+"""Collect the cells into `compare.json`, write and print the tables (median ± MAD over members,
+wins per measure) and draw the figure."""
+
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+
+from ._cells import load_cell, read_number, write_json
+from ._measures import LOWER_IS_BETTER, MEASURES
+
+DSR = ("shPLRNN", "clipped_shPLRNN")
+UNITS = {"D_stsp": "", "D_stsp_bins": "", "D_H": "", "lambda_err": "1/time",
+         "RMSE_n": "std. units", "VPT": "Lyapunov times", "train_s": "s"}
+
+
+def collect(out: str, s: dict) -> list[dict]:
+    cells = []
+    for name in s["systems"]:
+        for v in s["variants"]:
+            for m in ("floor",) + tuple(s["methods"]):
+                c = load_cell(out, name, v, m)
+                if c is not None:
+                    cells.append(c)
+    return cells
+
+
+def values(cell: dict, measure: str) -> np.ndarray:
+    out = []
+    for mem in cell["members"]:
+        x = read_number(mem.get(measure, math.nan)) if not mem.get("failed") else math.nan
+        out.append(math.nan if x is None else float(x))
+    return np.asarray(out, np.float64)
+
+
+def median_mad(x: np.ndarray) -> tuple[float, float]:
+    x = x[~np.isnan(x)]
+    if x.size == 0:
+        return math.nan, math.nan
+    med = float(np.median(x))
+    fin = x[np.isfinite(x)]
+    mad = float(np.median(np.abs(fin - np.median(fin)))) if fin.size and math.isfinite(med) \
+        else math.nan
+    return med, mad
+
+
+def _fmt(med, mad) -> str:
+    if math.isnan(med):
+        return "—"
+    if math.isinf(med):
+        return "∞"
+    f = (lambda v: f"{v:.3g}")  # noqa: E731
+    return f(med) if mad == 0 or math.isnan(mad) else f"{f(med)} ± {f(mad)}"
+
+
+def tables(cells: list[dict], s: dict) -> tuple[str, dict, dict]:
+    by = {(c["system"], c["variant"], c["method"]): c for c in cells}
+    methods = list(s["methods"])
+    rows = [(n, v) for n in s["systems"] for v in s["variants"]
+            if any((n, v, m) in by for m in methods)]
+    wins = {meas: {m: 0 for m in methods} for meas in MEASURES}
+    md, losses = [], []
+    for meas in MEASURES:
+        cols = ["floor"] + methods if meas != "train_s" else methods
+        md.append(f"\n**{meas}**" + (f" ({UNITS[meas]})" if UNITS[meas] else "")
+                  + (" — lower is better" if LOWER_IS_BETTER[meas] else " — higher is better"))
+        md.append("\n| system | variant | " + " | ".join(cols) + " |")
+        md.append("|---|---|" + "---|" * len(cols))
+        for n, v in rows:
+            cells_txt, meds = [], {}
+            for m in cols:
+                c = by.get((n, v, m))
+                if c is None:
+                    cells_txt.append("(not run)")
+                    continue
+                med, mad = median_mad(values(c, meas))
+                if m != "floor" and not math.isnan(med):
+                    meds[m] = med
+                cells_txt.append(_fmt(med, mad))
+            if meds and all((n, v, m) in by for m in methods):
+                best = (min if LOWER_IS_BETTER[meas] else max)(meds, key=meds.get)
+                wins[meas][best] += 1
+                ours = {m: meds[m] for m in meds if m in DSR}
+                if best not in DSR and ours and meas != "train_s":
+                    top = (min if LOWER_IS_BETTER[meas] else max)(ours, key=ours.get)
+                    losses.append(f"| {n} | {v} | {meas} | {best} {meds[best]:.3g} | "
+                                  f"{top} {ours[top]:.3g} |")
+                cells_txt = [f"**{t}**" if c == best else t for c, t in zip(cols, cells_txt)]
+            md.append(f"| {n} | {v} | " + " | ".join(cells_txt) + " |")
+    md.append("\n**Wins per measure** (best median among the methods, per system and variant; "
+              "rows with every method finished)\n")
+    md.append("| measure | " + " | ".join(methods) + " |")
+    md.append("|---|" + "---|" * len(methods))
+    for meas in MEASURES:
+        md.append(f"| {meas} | " + " | ".join(str(wins[meas][m]) for m in methods) + " |")
+    md.append("\n**Where dsr loses** (rows where another method has the best median; "
+              "training time left out)\n")
+    md.append("| system | variant | measure | best method, median | best dsr model, median |")
+    md.append("|---|---|---|---|---|")
+    md.extend(losses or ["| (none) | | | | |"])
+    md.append("\n**Diverged / collapsed members** (of all members run)\n")
+    md.append("| method | members | diverged | collapsed | failed | cells | wall time (s) |")
+    md.append("|---|---|---|---|---|---|---|")
+    wall = {}
+    for m in ["floor"] + methods:
+        cs = [c for c in cells if c["method"] == m]
+        mem = [x for c in cs for x in c["members"]]
+        wall[m] = sum(c["wall_s"] for c in cs)
+        md.append(f"| {m} | {len(mem)} | {sum(bool(x.get('diverged')) for x in mem)} | "
+                  f"{sum(bool(x.get('collapsed')) for x in mem)} | "
+                  f"{sum(bool(x.get('failed')) for x in mem)} | {len(cs)} | {wall[m]:.0f} |")
+    return "\n".join(md) + "\n", wins, wall
+
+
+def report(out: str, s: dict, log=print) -> dict:
+    cells = collect(out, s)
+    md, wins, wall = tables(cells, s)
+    n_expected = len(s["systems"]) * len(s["variants"]) * (1 + len(s["methods"]))
+    result = dict(settings=s, complete=len(cells) == n_expected, n_cells=len(cells),
+                  n_cells_expected=n_expected, wins=wins, wall_s_per_method=wall, cells=cells)
+    write_json(os.path.join(out, "compare.json"), result)
+    with open(os.path.join(out, "table.md"), "w") as f:
+        f.write(md)
+    from ._figure import figure
+
+    figure(cells, s, os.path.join(out, "compare.png"))
+    log(md)
+    log(f"{len(cells)} of {n_expected} cells; wrote {out}/compare.json, table.md, compare.png")
+    return result

@@ -1,0 +1,78 @@
+"""One run: for every system and variant, the data, the floor and every method's members."""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+
+import jax
+
+from ._cells import cell_path, load_cell, write_json
+from ._dsr_method import dsr_members
+from ._esn import esn_members
+from ._measures import member_measures, orbit_measures, validation_score, WARMUP, lyapunov
+from ._sindy import sindy_members
+from ._systems import System, make_data
+from ._truth import truth_member
+from ._var import var_members
+
+METHODS = ("shPLRNN", "clipped_shPLRNN", "SINDy", "ESN", "VAR1")
+VARIANTS = {"clean": 0.0, "noisy": 0.05}
+
+
+def _members(method, data, s, system, out, name, variant):
+    score = lambda m: validation_score(m, data["val"], s["horizon"])  # noqa: E731
+    if method in ("shPLRNN", "clipped_shPLRNN"):
+        ck = os.path.join(out, "ckpt", f"{name}__{variant}__{method}.ckpt")
+        os.makedirs(os.path.dirname(ck), exist_ok=True)
+        return dsr_members(data, s["members"], s, method.startswith("clipped"), ck, s["seed"])
+    if method == "SINDy":
+        return sindy_members(data, s["members"], dict(s, dt=system.dt), score)
+    if method == "ESN":
+        return esn_members(data, s["members"], s, score)
+    if method == "VAR1":
+        return var_members(data, s["members"], s)
+    raise ValueError(method)
+
+
+def run_cell(out, name, variant, method, system, data, s, lyap_ref, log):
+    if load_cell(out, name, variant, method) is not None:
+        log(f"  {method}: done before (checkpoint), skipped")
+        return
+    t0 = time.perf_counter()
+    if method == "floor":
+        m = truth_member(system, data)
+        meas = member_measures(m, data, system.dt, lyap_ref, s, jax.random.key(7))
+        orb = orbit_measures(data["test"][WARMUP:], data["floor"][WARMUP:], jax.random.key(7))
+        meas.update(orb)
+        meas["train_s"] = 0.0
+        members = [dict(meas, info=m.info)]
+    else:
+        try:
+            ms = _members(method, data, s, system, out, name, variant)
+            members = []
+            for i, m in enumerate(ms):
+                r = member_measures(m, data, system.dt, lyap_ref, s, jax.random.key(100 + i))
+                members.append(dict(r, info=m.info))
+        except Exception as e:  # a failed method is a result, not a crash of the comparison
+            log(f"  {method}: FAILED {type(e).__name__}: {e}")
+            members = [dict(failed=True, error=f"{type(e).__name__}: {e}")]
+    cell = dict(system=name, variant=variant, method=method, members=members,
+                wall_s=time.perf_counter() - t0, lambda_ref=lyap_ref)
+    write_json(cell_path(out, name, variant, method), cell)
+    log(f"  {method}: {len(members)} member(s), {cell['wall_s']:.1f} s")
+
+
+def run(out: str, s: dict, log=print) -> None:
+    for name in s["systems"]:
+        system = System(name, s["pts_per_period"])
+        for variant in s["variants"]:
+            log(f"{name} ({variant}), dt = {system.dt:.4g}")
+            data = make_data(system, s["n_train"], s["n_test"], s["transient"],
+                             VARIANTS[variant], s["seed"])
+            lyap_ref = system.lyap_ref
+            if not math.isfinite(lyap_ref):  # no dysts estimate: the true field's own, same code
+                lyap_ref = lyapunov(truth_member(system, data), data["test"][:WARMUP], system.dt)
+            for method in ("floor",) + tuple(s["methods"]):
+                run_cell(out, name, variant, method, system, data, s, lyap_ref, log)
