@@ -1,5 +1,6 @@
 """`python -m benchmarks.compare`: the pieces (fast) and the whole comparison on a tiny grid
-(slow). Needs the `compare` extra (dysts, pysindy, reservoirpy); skipped without it."""
+(slow). The whole module needs the `compare` extra (dysts, pysindy, reservoirpy), which
+`make test-slow` installs, so all of it runs in the slow suite (never skipped)."""
 
 import json
 import math
@@ -9,9 +10,7 @@ import jax
 import numpy as np
 import pytest
 
-pytest.importorskip("dysts")
-pytest.importorskip("pysindy")
-pytest.importorskip("reservoirpy")
+pytestmark = pytest.mark.slow
 
 from benchmarks.compare import __main__ as cli  # noqa: E402
 from benchmarks.compare._measures import MEASURES, valid_time  # noqa: E402
