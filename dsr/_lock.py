@@ -1,0 +1,127 @@
+"""One writer per file: an exclusive lock beside it, naming who holds it.
+
+`exclusive(path)` creates `<path>.lock` atomically (`O_CREAT | O_EXCL | O_NOFOLLOW`) holding
+the holder's pid, host, the process's start time and a random token, and removes it on exit
+only if the token is still its own. A lock whose holder is a dead process on this host (or
+whose pid now belongs to a process started later) is stale and taken over; any other lock is
+reported with who holds it (`LockedError`), and nothing is written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import time
+import uuid
+
+#: Suffix of a lock file.
+SUFFIX = ".lock"
+
+
+class LockedError(ValueError):
+    """Another process holds the lock of a file this call would write."""
+
+
+def _start_time(pid: int) -> float | None:
+    """The start time of process `pid` in clock ticks since boot (Linux), else None."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        return float(fields[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _alive(holder: dict) -> bool:
+    """Whether the holder of a lock on this host still runs (the same process, not a later
+    one that was given its pid)."""
+    pid = holder.get("pid")
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    started, now = holder.get("started"), _start_time(pid)
+    return started is None or now is None or started == now
+
+
+def _read(lock: str) -> dict | None:
+    try:
+        with open(lock, "rb") as f:
+            holder = json.loads(f.read(4096).decode())
+        return holder if isinstance(holder, dict) else {}
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, UnicodeDecodeError):
+        return {}
+
+
+def describe(holder: dict) -> str:
+    since = holder.get("since")
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(since)) if isinstance(
+        since, (int, float)) else "an unknown time"
+    return f"process {holder.get('pid', '?')} on {holder.get('host', '?')} (since {when})"
+
+
+def _create(lock: str, me: dict) -> bool:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(lock, flags, 0o644)
+    except FileExistsError:
+        return False
+    with os.fdopen(fd, "wb") as f:
+        f.write(json.dumps(me).encode())
+        f.flush()
+        os.fsync(f.fileno())
+    return True
+
+
+def acquire(path: str | os.PathLike) -> dict:
+    """Take the lock of `path` or raise `LockedError`; returns the holder record (pass it to
+    `release`)."""
+    lock = os.fspath(path) + SUFFIX
+    me = {"pid": os.getpid(), "host": socket.gethostname(), "started": _start_time(os.getpid()),
+          "since": time.time(), "token": uuid.uuid4().hex}
+    for _ in range(3):
+        if _create(lock, me):
+            return me
+        holder = _read(lock)
+        if holder is None:
+            continue  # released in between
+        stale = holder.get("host") == me["host"] and not _alive(holder)
+        if not stale:
+            raise LockedError(
+                f"{os.fspath(path)}: in use by {describe(holder)} (lock file {lock}); wait for "
+                f"it to finish, or delete the lock file if that process no longer runs")
+        with contextlib.suppress(FileNotFoundError):
+            if _read(lock) == holder:
+                os.remove(lock)
+    raise LockedError(f"{os.fspath(path)}: could not take the lock {lock} (contended)")
+
+
+def release(path: str | os.PathLike, me: dict) -> None:
+    """Remove the lock of `path` if it is still `me`'s."""
+    lock = os.fspath(path) + SUFFIX
+    holder = _read(lock)
+    if holder is not None and holder.get("token") == me.get("token"):
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(lock)
+
+
+@contextlib.contextmanager
+def exclusive(path: str | os.PathLike, enabled: bool = True):
+    """Hold the lock of `path` for the `with` block (a no-op when not `enabled`, e.g. on
+    processes other than 0 under `jax.distributed`, which write nothing)."""
+    if not enabled:
+        yield None
+        return
+    me = acquire(path)
+    try:
+        yield me
+    finally:
+        release(path, me)
