@@ -71,7 +71,7 @@ def cached(out: str, tag: str, settings: dict, compute: Callable[..., tuple[list
     os.makedirs(os.path.dirname(stem), exist_ok=True)
     checkpoint = f"{stem}.{digest.hexdigest()[:12]}.ckpt"
     records, arrays = compute(*args, checkpoint=checkpoint)
-    np.savez(stem + ".tmp.npz", **arrays)
+    np.savez_compressed(stem + ".tmp.npz", **arrays)
     os.replace(stem + ".tmp.npz", stem + ".npz")
     with open(stem + ".tmp", "w") as f:
         json.dump({"settings_sha256": digest.hexdigest(), "records": records}, f,

@@ -122,7 +122,15 @@ def _trained(system, spec, T, s, ds, key, test, emb, checkpoint=None):
     recs, x_gen, z_gen = run_setting(system, spec, T, s, ds, key, test, emb,
                                      checkpoint=checkpoint)
     med = int(np.argsort([r["D_stsp_DE"] for r in recs])[len(recs) // 2])
-    return recs, {"x": x_gen[med], "z": z_gen[med], "member": np.asarray(med)}
+    n = plot_steps(ds)
+    return recs, {"x": x_gen[med, :n].astype(np.float32), "z": z_gen[med, :n].astype(np.float32),
+                  "member": np.asarray(med)}
+
+
+def plot_steps(ds) -> int:
+    """Steps of a free run the pictures show (and the records keep): four forcing periods, or
+    four of the neuron's inter-burst gaps (≈ 3,400 steps)."""
+    return int(4 * (ds.meta.get("forcing_period_steps") or 3400))
 
 
 def run_system(system: str, s: dict, seed: int, out: str):
@@ -164,7 +172,7 @@ def plot(results: dict, path: str) -> None:
         ax2.set(title=f"{system}: RMSE(128) (Fig. A3)", xlabel="sequence length T")
         ax3 = fig.add_subplot(3, 2, 5 + c)
         Ts = list(traces)
-        n = int(min(len(test) - CONTEXT, 4 * (ds.meta.get("forcing_period_steps") or 3400)))
+        n = min(len(test) - CONTEXT, plot_steps(ds))
         ax3.plot(test[CONTEXT:CONTEXT + n, 0], "k", lw=0.4, label="data")
         lim = 3 * np.abs(test).max()
         for j, T in enumerate((Ts[0], Ts[-1])):

@@ -66,10 +66,13 @@ def run_model(name, s, ds, test, emb, key, checkpoint=None):
     med = int(np.argsort([r["D_stsp_DE"] for r in records])[len(records) // 2])
     return records, (x_gen[med], med)
 
+#: Steps of the median members' free runs kept (float32) for the picture.
+PLOT_STEPS = 6000
+
 
 def _trained(name, s, ds, test, emb, key, checkpoint=None):
     recs, (x, med) = run_model(name, s, ds, test, emb, key, checkpoint=checkpoint)
-    return recs, {"x": x, "member": np.asarray(med)}
+    return recs, {"x": x[:PLOT_STEPS].astype(np.float32), "member": np.asarray(med)}
 
 
 def plot(records, traces, test, refs, path):
@@ -87,7 +90,7 @@ def plot(records, traces, test, refs, path):
     ax2.set(title="RMSE(128)")
     ax2.tick_params(axis="x", labelsize=8)
     ax3 = fig.add_subplot(2, 1, 2)
-    n = min(len(test) - CONTEXT, 6000)
+    n = min(len(test) - CONTEXT, PLOT_STEPS)
     lim = 3 * np.abs(test).max()
     ax3.plot(test[CONTEXT:CONTEXT + n, 0], "k", lw=0.4, label="data")
     for j, (name, (x, member)) in enumerate(traces.items()):
