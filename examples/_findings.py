@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import dsr
-from dsr.metrics import rmse_n, state_space_divergence
+from dsr.metrics import median_mad, rmse_n, state_space_divergence
 from examples._common import json_default, pyplot, write_json
 
 __all__ = ["pyplot", "state_space_divergence"]  # used by the scripts through this module
@@ -98,13 +98,6 @@ def save_figure(fig, path: str) -> None:
     pyplot().close(fig)
 
 
-def median_mad(values) -> tuple[float, float]:
-    v = np.asarray(values, np.float64)
-    v = np.where(np.isnan(v), np.inf, v)
-    med = float(np.median(v))
-    if not np.isfinite(med):
-        return med, float("inf")
-    return med, float(np.median(np.abs(v - med)))
 
 
 def train(make: Callable, K: int, data, key, checkpoint: str | None = None,
@@ -164,7 +157,8 @@ def summarize(records: list[dict], measures: list[str], key: str = "setting") ->
         row = {key: s, "system": sys_, "members": len(rs),
                "diverged": int(sum(r["diverged"] for r in rs))}
         for m in measures:
-            row[m], row[m + "_mad"] = median_mad([r[m] for r in rs])
+            d = median_mad([r[m] for r in rs])
+            row[m], row[m + "_mad"] = d["median"], d["mad"]
         rows.append(row)
     return rows
 
@@ -204,8 +198,8 @@ def panel(ax, records: list[dict], measure: str, *, log_x: bool, label: str | No
         ax.plot(np.full(int(np.sum(~np.isfinite(vals))), x), np.full(
             int(np.sum(~np.isfinite(vals))), top), "x", color="red", ms=7)
     stats = [median_mad([r[measure] for r in records if r["setting"] == s]) for s in settings]
-    med = np.array([m for m, _ in stats])
-    mad = np.array([d for _, d in stats])
+    med = np.array([d["median"] for d in stats])
+    mad = np.array([d["mad"] for d in stats])
     ok = np.isfinite(med)
     ax.errorbar(xs[ok], med[ok], yerr=np.where(np.isfinite(mad[ok]), mad[ok], 0), fmt="o-",
                 color=color, capsize=3, label=label)

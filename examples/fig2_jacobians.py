@@ -22,6 +22,7 @@ import numpy as np
 
 import data_gen
 import dsr
+from dsr.metrics import median_mad
 from examples import _findings as F
 
 CONTEXT = 64
@@ -193,9 +194,9 @@ def main(argv=None):
                                                                     seed=args.seed),
                                       run_arm, obs, arm, s, ds, test, key)
             recs += r
-            d = F.median_mad([x["D"] for x in r])
+            d = median_mad([x["D"] for x in r])
             it = np.median([x["newton_iters_median"] for x in r])
-            print(f"  {obs} {arm}: D {F.fmt(d[0])} ± {F.fmt(d[1])}, Newton it. {it:g}, "
+            print(f"  {obs} {arm}: D {F.fmt(d['median'])} ± {F.fmt(d['mad'])}, Newton it. {it:g}, "
                   f"{time.perf_counter() - t0:.0f} s", flush=True)
         results[obs] = (recs, curves)
         records += recs

@@ -31,6 +31,7 @@ import numpy as np
 
 import data_gen
 import dsr
+from dsr.metrics import median_mad
 from examples import _findings as F
 
 CONTEXT = 64
@@ -148,8 +149,8 @@ def run_system(system: str, s: dict, seed: int, out: str):
                              _trained, system, spec, T, s, ds, key, test, emb)
         records += recs
         traces[T] = (arr["x"], arr["z"], int(arr["member"]))
-        d = F.median_mad([r["D_stsp_DE"] for r in recs])
-        print(f"  {system} T={T}: D_stsp^DE {F.fmt(d[0])} ± {F.fmt(d[1])}, "
+        d = median_mad([r["D_stsp_DE"] for r in recs])
+        print(f"  {system} T={T}: D_stsp^DE {F.fmt(d['median'])} ± {F.fmt(d['mad'])}, "
               f"{time.perf_counter() - t0:.0f} s", flush=True)
     refs = references(system, s, ds, n_test, emb, seed)
     print(f"  {system} references: {refs}", flush=True)

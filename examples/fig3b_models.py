@@ -24,6 +24,7 @@ import numpy as np
 
 import data_gen
 import dsr
+from dsr.metrics import median_mad
 from examples import _findings as F
 from examples.fig3a_seq_len import CONTEXT, embedding, references, slow_content
 
@@ -118,8 +119,8 @@ def main(argv=None):
                              _trained, name, s, ds, test, emb, key)
         traces[name] = (arr["x"], int(arr["member"]))
         records += recs
-        d = F.median_mad([r["D_stsp_DE"] for r in recs])
-        print(f"  {name}: D_stsp^DE {F.fmt(d[0])} ± {F.fmt(d[1])}, "
+        d = median_mad([r["D_stsp_DE"] for r in recs])
+        print(f"  {name}: D_stsp^DE {F.fmt(d['median'])} ± {F.fmt(d['mad'])}, "
               f"{time.perf_counter() - t0:.0f} s", flush=True)
     refs = references("lorenz96", s, ds, s["n_test"], emb, args.seed)
     summary = F.summarize(records, ["D_stsp_DE", "RMSE_128", "final_loss"])

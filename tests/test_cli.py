@@ -92,7 +92,7 @@ def test_fit_evaluate_generate_npy(npy_run, files, capsys):
         vals = [r[name] for r in m["members"]]
         assert s["median"] == pytest.approx(np.median(vals))
         assert s["mad"] == pytest.approx(np.median(np.abs(np.array(vals) - np.median(vals))))
-    assert m["summary"]["diverged"] == 0
+    assert m["summary"]["n_diverged"] == 0
     assert sorted(os.listdir(npy_run / "plots")) == ["loss.png", "spectra.png",
                                                      "state_space.png", "timeseries.png"]
     capsys.readouterr()

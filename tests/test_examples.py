@@ -17,6 +17,7 @@ if str(ROOT) not in sys.path:  # `examples` is a folder of scripts, not an insta
     sys.path.insert(0, str(ROOT))
 
 import dsr  # noqa: E402
+from dsr.metrics import median_mad  # noqa: E402
 from examples import _common  # noqa: E402
 from examples import _findings as F  # noqa: E402
 
@@ -38,10 +39,12 @@ def test_help_settings_and_citation(name, capsys):
 
 
 def test_median_mad_counts_diverged_members():
-    assert F.median_mad([1.0, 2.0, 4.0]) == (2.0, 1.0)
-    med, mad = F.median_mad([1.0, math.inf, math.inf])
-    assert med == math.inf and mad == math.inf
-    assert F.median_mad([1.0, 3.0, math.nan]) == (3.0, 2.0)  # NaN counts as diverged (inf)
+    d = median_mad([1.0, 2.0, 4.0])
+    assert (d["median"], d["mad"]) == (2.0, 1.0)
+    d = median_mad([1.0, math.inf, math.inf])
+    assert d["median"] == math.inf and d["mad"] == math.inf and d["n_inf"] == 2
+    d = median_mad([1.0, 3.0, math.nan])  # NaN: undefined, left out and counted
+    assert (d["median"], d["mad"], d["n"], d["n_undefined"]) == (2.0, 1.0, 2, 1)
     rows = F.summarize([{"system": "s", "setting": 64, "diverged": d, "D": v}
                         for d, v in ((False, 1.0), (True, math.inf), (False, 2.0))], ["D"])
     assert rows == [{"setting": 64, "system": "s", "members": 3, "diverged": 1, "D": 2.0,

@@ -715,3 +715,18 @@ def test_integer_types_accepted(getkey):
     # an integer state is cast to float
     assert lyapunov_spectrum(lambda z: A @ z, lambda z: A, jnp.array([1, 1]), 5,
                              n_transient=0).dtype.kind == "f"
+
+
+def test_one_summary_convention_for_inf_and_nan():
+    """`median_mad`: inf (diverged) is kept and widens the MAD, NaN/None (undefined) is left
+    out and counted; more than half infinite gives median and MAD inf."""
+    from dsr.metrics import median_mad, summarize_members
+
+    d = median_mad([1.0, 2.0, 4.0, math.inf, math.nan, None])
+    assert (d["median"], d["mad"]) == (3.0, 1.5)
+    assert (d["n"], d["n_inf"], d["n_undefined"]) == (4, 1, 2)
+    assert median_mad([math.inf, math.inf, 1.0])["mad"] == math.inf
+    assert math.isnan(median_mad([math.nan])["median"])
+    s = summarize_members({"D": [1.0, math.inf, 3.0]}, ["ok", "diverged", "off"])
+    assert s["D"]["median"] == 3.0 and s["members"] == 3
+    assert (s["n_diverged"], s["n_collapsed"], s["n_off"]) == (1, 0, 1)

@@ -19,7 +19,8 @@ import numpy as np
 
 from .._ensemble import Ensemble
 from .._generate import generate
-from ..metrics import evaluate, state_space_divergence
+from ..metrics import evaluate, state_space_divergence, summarize_members
+
 
 MEASURES = ("D_stsp", "D_stsp_bins", "D_H", "RMSE_n", "lambda_max")
 #: The GTF authors' code bins D_stsp below this many dimensions (a GMM above).
@@ -81,16 +82,6 @@ def binned_dstsp(x_test, x_gens, embedding, key) -> tuple[list, str | None]:
     return out, None
 
 
-def median_mad(values) -> dict:
-    """Median and median absolute deviation over the members; NaN (and missing) values
-    are left out (`n` says how many were used), inf (a diverged member's D_stsp) is kept."""
-    v = np.asarray([x for x in values if x is not None and not math.isnan(x)], np.float64)
-    if not v.size:
-        return {"median": math.nan, "mad": math.nan, "n": 0}
-    med = float(np.median(v))
-    with np.errstate(invalid="ignore"):
-        mad = float(np.median(np.abs(v - med))) if math.isfinite(med) else math.nan
-    return {"median": med, "mad": mad, "n": int(v.size)}
 
 
 def _member_row(i: int, r: dict, bins) -> dict:
@@ -110,10 +101,8 @@ def evaluate_run(model, x_test: np.ndarray, dt, opts: dict, key) -> tuple[dict, 
     x_gens = free_runs(model, x_test, settings)
     bins, note = binned_dstsp(x_test, x_gens, settings["embedding"], key)
     members = [_member_row(i, r, b) for i, (r, b) in enumerate(zip(rows, bins))]
-    summary = {m: median_mad(row[m] for row in members) for m in MEASURES}
-    summary.update(members=len(members), diverged=sum(r["diverged"] for r in members),
-                   collapsed=sum(r["status"] == "collapsed" for r in members),
-                   off=sum(r["status"] == "off" for r in members))
+    summary = summarize_members({m: [row[m] for row in members] for m in MEASURES},
+                                [row["status"] for row in members])
     emb = settings["embedding"]
     report = {"D_stsp_kind": "D_stsp" if emb is None else f"D_stsp^DE (m={emb[0]}, "
               f"tau={emb[1]})", "members": members, "summary": summary,
@@ -141,7 +130,7 @@ def table(report: dict) -> str:
     s = report["summary"]
     rows.append(["median±MAD"] + [
         "–" if not s[c]["n"] else f"{_fmt(s[c]['median'])}±{_fmt(s[c]['mad'])}"
-        for c, _ in cols] + [f"{s['diverged']} diverged, {s['collapsed']} collapsed, "
-                        f"{s.get('off', 0)} off"])
+        for c, _ in cols] + [f"{s['n_diverged']} diverged, {s['n_collapsed']} collapsed, "
+                        f"{s['n_off']} off"])
     widths = [max(len(r[j]) for r in [head] + rows) for j in range(len(head))]
     return "\n".join("  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in [head] + rows)

@@ -6,7 +6,8 @@ Where it lives: D_stsp in `_dstsp.py` (public function) with its estimators in `
 (exact kernel sums), `_dstsp_grid.py`, `_dstsp_subsample.py`, `_dstsp_cv.py` (control
 variate) and `_dstsp_bins.py` (the GTF authors' histogram variant); D_H in `_spectrum.py`;
 RMSE(n) in `_rmse.py`; Lyapunov exponents in `_lyapunov.py`; delay embedding in
-`_embedding.py`; `evaluate` and its per-measure pieces in `_evaluate.py`; the orbit
+`_embedding.py`; `evaluate` and its per-measure pieces in `_evaluate.py`; the one summary over
+members (`median_mad`) in `_summary.py`; the orbit
 validation every measure shares in `_orbits.py`; progress bars in `_progress.py`.
 """
 
@@ -20,4 +21,6 @@ from ._lyapunov import max_lyapunov as max_lyapunov
 from ._lyapunov import model_lyapunov_spectrum as model_lyapunov_spectrum
 from ._lyapunov import vector_field_lyapunov_spectrum as vector_field_lyapunov_spectrum
 from ._rmse import rmse_n as rmse_n
+from ._summary import median_mad as median_mad
+from ._summary import summarize_members as summarize_members
 from ._spectrum import power_spectrum_distance as power_spectrum_distance

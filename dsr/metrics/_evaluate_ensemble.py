@@ -9,32 +9,15 @@ import numpy as np
 from .._generate import generate
 from ._orbits import as_model_input
 from ._progress import Progress
+from ._summary import summarize_members
 
 #: The scalar measures of one member, in the order of the result.
 MEASURES = ("D_stsp", "D_stsp_stderr", "D_H", "RMSE_n", "lambda_max")
 
 
-def median_mad(values) -> dict:
-    """Median and median absolute deviation over members; a diverged member's inf counts
-    (MAD is inf once more than half are inf); NaN entries (undefined measures) are left out,
-    and `n` says how many members entered."""
-    v = np.asarray(values, np.float64)
-    v = v[~np.isnan(v)]
-    if v.size == 0:
-        return {"median": float("nan"), "mad": float("nan"), "n": 0}
-    med = float(np.median(v))
-    mad = float(np.median(np.abs(v - med))) if np.isfinite(med) else float("inf")
-    return {"median": med, "mad": mad, "n": int(v.size)}
-
-
 def summarize(out: dict) -> dict:
-    """`summary` of an ensemble result: per measure median/MAD/n, and the member counts."""
-    summary = {m: median_mad(out[m]) for m in MEASURES}
-    summary["members"] = len(out["diverged"])
-    summary["n_diverged"] = int(np.sum(out["diverged"]))
-    summary["n_collapsed"] = int(sum(s == "collapsed" for s in out["status"]))
-    summary["n_off"] = int(sum(s == "off" for s in out["status"]))
-    return summary
+    """`summary` of an ensemble result (see `summarize_members`)."""
+    return summarize_members({m: out[m] for m in MEASURES}, out["status"])
 
 
 def free_orbits(ens, x: np.ndarray, settings: dict):
