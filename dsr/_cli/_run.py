@@ -30,6 +30,7 @@ import io
 import json
 import os
 import platform
+import socket
 import sys
 
 import jax
@@ -158,8 +159,13 @@ class RunFolder:
 
     def prepare(self, force: bool, inputs=()) -> None:
         """Check the folder again (under the run's lock) and replace an old run: remove its
-        run files and pictures (and `plots/` if it is left empty), nothing else."""
+        run files and pictures (and `plots/` if it is left empty), nothing else — not while
+        a live process holds the lock of its checkpoint (`dsr.fit(checkpoint=...)`)."""
         if self.check_target(force, inputs) == "run":
+            holder = _lock._read(self.checkpoint + _lock.SUFFIX)
+            if holder and (holder.get("host") != socket.gethostname() or _lock._alive(holder)):
+                raise CLIError(f"{self.checkpoint}: in use by {_lock.describe(holder)}; the "
+                               "run is not replaced while its checkpoint is being written.")
             for p in self.run_files():
                 if os.path.lexists(p):
                     os.remove(p)
@@ -236,6 +242,8 @@ def check_config(path: str, cfg: dict) -> None:
     per data file); else one `CLIError` naming the file and every missing or wrong key."""
     missing, wrong = [], []
     for key, kind in REQUIRED_KEYS.items():
+        if any(key.startswith(k + ".") for k in missing + wrong):
+            continue  # its table is missing or wrong: named already
         v = _lookup(cfg, key)
         if v is KeyError:
             missing.append(key)
