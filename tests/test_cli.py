@@ -103,11 +103,11 @@ def test_fit_evaluate_generate_npy(npy_run, files, capsys):
     assert main(["generate", str(npy_run), "--steps", "30", "--out", str(gen)]) == 0
     assert np.load(gen).shape == (2, 30, 2)
     assert main(["generate", str(npy_run), "--steps", "30", "--out", str(gen), "--member",
-                 "1", "--context", str(files / "test.csv")]) == 0
+                 "1", "--context", str(files / "test.csv"), "--force"]) == 0  # gen.npy exists
     x = np.load(gen)
     assert x.shape == (30, 2) and np.all(np.isfinite(x))
     assert main(["generate", str(npy_run), "--steps", "30", "--out", str(gen), "--member",
-                 "5"]) == 1
+                 "5", "--force"]) == 1
     assert "--member 5" in capsys.readouterr().err
 
 

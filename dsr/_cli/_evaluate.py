@@ -1,15 +1,21 @@
 """`python -m dsr evaluate RUN_DIR --test TEST`: measures into `metrics.json`, pictures into
-`plots/`; also what `fit --test` runs after training."""
+`plots/`; also what `fit --test` runs after training.
+
+`evaluate` holds the run's lock (a `fit` of the same run in progress makes it refuse) and
+records what it used: `metrics.json` and the config's `data.test` / `evaluation.test` name
+the test file by absolute path and sha256, and `metrics.json` the model file's sha256 and
+its number of updates."""
 
 from __future__ import annotations
 
+import os
 import time
 
 import numpy as np
 
 from .._ensemble import Ensemble
 from .._serialization import load
-from ._data import Standardization, load_recordings
+from ._data import Standardization, load_recordings, sha256
 from ._errors import CLIError
 from ._evaluation import eval_settings, evaluate_run, free_runs, table
 from ._options import EVAL_OPTIONS, OUTPUT, resolve
@@ -44,7 +50,9 @@ def evaluate_and_draw(run: RunFolder, cfg: dict, model, test_x: np.ndarray, opts
           f"after {opts['context_steps']} context steps; D_stsp with {opts['n_samples']} "
           "samples")
     report, x_gens = evaluate_run(model, test_x, dt, opts, key)
-    report.update(test=(cfg.get("data") or {}).get("test"), evaluated=now(),
+    model_file = {"path": os.path.abspath(run.model), "sha256": sha256(run.model),
+                  "steps_done": (cfg.get("fit") or {}).get("steps_done")}
+    report.update(test=(cfg.get("data") or {}).get("test"), model=model_file, evaluated=now(),
                   units="standardized with the training data's mean and std"
                   if std.enabled else "the recording's units")
     run.write_json(run.metrics, report)
@@ -71,7 +79,13 @@ def draw_reference(run: RunFolder, model, train_x, opts, std, names, dt, hist) -
 
 def run_evaluate(flags: dict, config_path) -> int:
     run = RunFolder(flags["run_dir"])
-    cfg = run.read_config()
+    run.read_config()  # a run folder (else no lock file is made there)
+    with run.lock():
+        return _evaluate(run, flags, config_path)
+
+
+def _evaluate(run: RunFolder, flags: dict, config_path) -> int:
+    cfg = run.read_config()  # again, under the lock
     output = {o.name for o in OUTPUT}  # per command, not inherited from the fit
     base = {k: v for k, v in cfg["options"].items() if k not in output}
     opts, _ = resolve(EVAL_OPTIONS, flags, config_path, base=base)

@@ -6,6 +6,12 @@ be resumed), trains with a checkpoint in the run folder, saves the model, the hi
 that the data files are unchanged (sha256), and continues from the checkpoint — bit-exactly
 when no training setting changes; a changed one (e.g. more `--steps`) must be allowed with
 `--resume-settings call` (or ignored with `checkpoint`).
+
+Nothing is written or deleted before every argument has been checked — the data, the model
+and `dsr.fit`'s own checks (`make_plan`, which compiles nothing) — and then only under the
+run's lock (`RunFolder.lock`), so a second `fit` or `evaluate` of the same run refuses with
+who holds it. The config records the files a session actually used (absolute paths and
+sha256), on resume too.
 """
 
 from __future__ import annotations
@@ -13,11 +19,13 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
+import warnings
 
 import numpy as np
 
 from .._ensemble import ensemble
 from .._fit import fit
+from .._fit_setup import make_plan
 from .._serialization import model_spec, save
 from ..models import LSSM, ClippedShPLRNN, ShPLRNN
 from ._run import (CONFIG_VERSION, RunFolder, device, now, read_history, run_keys, versions,
@@ -25,7 +33,8 @@ from ._run import (CONFIG_VERSION, RunFolder, device, now, read_history, run_key
 from ._data import Standardization, embed_series, load_recordings, sha256
 from ._errors import CLIError
 from ._evaluate import draw_reference, evaluate_and_draw
-from ._options import FIT_OPTIONS, IDENTITY, OUTPUT, TRAINING_SETTINGS, resolve, schedule_object
+from ._options import (FIT_DEFAULTS, FIT_OPTIONS, IDENTITY, OUTPUT, TRAINING_SETTINGS, resolve,
+                       schedule_object)
 
 MODEL_CLASSES = {"shplrnn": ShPLRNN, "clipped": ClippedShPLRNN, "lssm": LSSM}
 
@@ -45,6 +54,7 @@ class Prepared:
     dt: float | None
     validation: object = None  # a fraction, or the standardized validation array
     delay_embed: list | None = None  # [m, tau] when the data were delay-embedded
+    validation_info: dict | None = None  # the validation file's record
 
 
 def prepare_data(opts: dict) -> Prepared:
@@ -84,13 +94,13 @@ def prepare_data(opts: dict) -> Prepared:
             raise CLIError("--test with --inputs: evaluating input-driven models is not "
                            "supported yet (the free runs would need test inputs).")
     dt = opts["dt"] if opts["dt"] is not None else series[0].dt
-    val = opts["validation"]
+    val, val_info = opts["validation"], None
     if isinstance(val, str):
         v = load_recordings([val], role="validation", columns=opts["columns"],
                             like=None if emb else names)[0]
-        val = std.apply((embed_series(v, *emb) if emb else v).x)
+        val, val_info = std.apply((embed_series(v, *emb) if emb else v).x), v.info
     return Prepared(series, [std.apply(s.x) for s in series], test, test_x, inputs,
-                    inputs_info, std, names, dt, val, emb)
+                    inputs_info, std, names, dt, val, emb, val_info)
 
 
 def build_model(opts: dict, n_obs: int, n_inputs: int, key):
@@ -128,7 +138,7 @@ def _data_record(data: Prepared) -> dict:
     return {"files": [s.info for s in data.series], "names": data.names, "dt": data.dt,
             "delay_embed": data.delay_embed,
             "test": None if data.test is None else data.test.info,
-            "inputs": data.inputs_info}
+            "inputs": data.inputs_info, "validation": data.validation_info}
 
 
 def _describe(opts, data: Prepared, model) -> str:
@@ -152,28 +162,66 @@ def _absolute_paths(opts: dict) -> dict:
             "inputs": None if opts["inputs"] is None else [absolute(p) for p in opts["inputs"]]}
 
 
+def _inputs_of(opts: dict) -> list:
+    """Every file a fit reads."""
+    val = opts["validation"]
+    return (list(opts["data"] or []) + [opts["test"]] + list(opts["inputs"] or [])
+            + [val if isinstance(val, str) else None])
+
+
 def new_fit(flags: dict, config_path, argv) -> int:
     opts, _ = resolve(FIT_OPTIONS, flags, config_path)
     if not opts["data"]:
         raise CLIError("fit: give the DATA file(s) to train on (or --resume RUN_DIR).")
     if not flags.get("out"):
         raise CLIError("fit: give the run folder with --out RUN_DIR.")
+    force = flags.get("force", False)
+    run = RunFolder(flags["out"])
+    run.check_target(force, _inputs_of(opts))  # early, before reading the data
     data = prepare_data(opts)
     opts = dict(opts, **_absolute_paths(opts))  # so that --resume works from any folder
     key_model, _, _ = run_keys(opts["seed"])
     model = build_model(opts, len(data.names), 0 if data.inputs is None
                         else data.inputs[0].shape[1], key_model)
-    run = RunFolder(flags["out"])
-    run.create(flags.get("force", False))
-    cfg = {"dsr_run": CONFIG_VERSION, "created": now(), "options": opts,
-           "data": _data_record(data), "standardization": data.std.as_dict(),
-           "model": model_spec(model), "versions": versions(), "device": device(),
-           "sessions": []}
-    run.write_array(run.context, data.train[0][:opts["context_steps"]])
-    if data.inputs is not None:
-        run.write_array(run.context_inputs, data.inputs[0][:opts["context_steps"]])
-    print(_describe(opts, data, model))
-    return train(run, cfg, opts, data, model, argv, resume_settings=None)
+    check_fit(model, opts, data, fit_arguments(run, opts, data, None, None), checkpoint=None)
+    os.makedirs(run.path, exist_ok=True)
+    with run.lock():  # every argument is checked: replace the old run (if any) and write
+        run.prepare(force, _inputs_of(opts))
+        cfg = {"dsr_run": CONFIG_VERSION, "created": now(), "options": opts,
+               "data": _data_record(data), "standardization": data.std.as_dict(),
+               "model": model_spec(model), "versions": versions(), "device": device(),
+               "sessions": []}
+        run.write_config(dict(cfg, fit={"status": "created"}))
+        run.write_array(run.context, data.train[0][:opts["context_steps"]])
+        if data.inputs is not None:
+            run.write_array(run.context_inputs, data.inputs[0][:opts["context_steps"]])
+        print(_describe(opts, data, model))
+        return train(run, cfg, opts, data, model, argv, resume_settings=None)
+
+
+def fit_arguments(run: RunFolder, opts: dict, data: Prepared, resume, resume_settings) -> dict:
+    """The keyword arguments of `dsr.fit` for this session (less model, data and alpha)."""
+    _, key_fit, _ = run_keys(opts["seed"])
+    return dict(steps=opts["steps"], seq_len=opts["seq_len"], batch_size=opts["batch_size"],
+                warmup=opts["warmup"], learning_rate=opts["lr"], solver=opts["solver"],
+                inputs=data.inputs, key=key_fit, progress=opts["progress"],
+                checkpoint=run.checkpoint, checkpoint_every=opts["checkpoint_every"],
+                resume=resume, resume_settings=resume_settings or "check",
+                monitor_every=opts["monitor_every"], validation=data.validation,
+                keep=opts["keep"], eval_every=opts["eval_every"],
+                schedule=schedule_object(opts.get("lr_schedule", "cosine")),
+                noise=opts.get("noise", 0.0))
+
+
+def check_fit(model, opts: dict, data: Prepared, kw: dict, **override) -> None:
+    """`dsr.fit`'s own argument checks (and, resuming, its checks of the checkpoint), run
+    before anything is written: `make_plan` validates and compiles nothing. Its warnings
+    are left to the real call."""
+    full = {k: v for k, v in FIT_DEFAULTS.items() if k not in ("model", "data", "alpha")}
+    full.update(kw, **override)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        make_plan(model, data.train, opts["alpha"], **full)
 
 
 def _check_resume_options(run, base, opts, given, mode):
@@ -199,10 +247,16 @@ def _check_resume_options(run, base, opts, given, mode):
 
 def resume_fit(flags: dict, config_path, argv) -> int:
     run = RunFolder(flags["resume"])
-    cfg = run.read_config()
+    run.read_config()  # a run folder (else no lock file is made there)
     if flags.get("data"):
         raise CLIError("fit --resume: the run's data files are in its config.json; do not "
                        "give DATA.")
+    with run.lock():
+        return _resume(run, flags, config_path, argv)
+
+
+def _resume(run: RunFolder, flags: dict, config_path, argv) -> int:
+    cfg = run.read_config()  # again, under the lock
     output = {o.name for o in OUTPUT}  # per command, not inherited from the first session
     base = {k: v for k, v in cfg["options"].items() if k not in output}
     opts, given = resolve(FIT_OPTIONS, flags, config_path, base=base)
@@ -216,13 +270,22 @@ def resume_fit(flags: dict, config_path, argv) -> int:
             raise CLIError(f"{path}: changed since the run started (sha256 mismatch); "
                            "resume needs the same data.")
     data = prepare_data(opts)
+    opts = dict(opts, **_absolute_paths(opts))  # a new --test or --validation: absolute
     key_model, _, _ = run_keys(opts["seed"])
     model = build_model(opts, len(data.names), 0 if data.inputs is None
                         else data.inputs[0].shape[1], key_model)
+    settings = "call" if training and mode == "call" else "check"
+    check_fit(model, opts, data, fit_arguments(run, opts, data, _checkpoint_to_resume(run),
+                                               settings))
     cfg["options"] = opts
+    cfg["data"].update(test=None if data.test is None else data.test.info,
+                       validation=data.validation_info)  # the files this session uses
     print(_describe(opts, data, model))
-    return train(run, cfg, opts, data, model, argv,
-                 resume_settings="call" if training and mode == "call" else "check")
+    return train(run, cfg, opts, data, model, argv, resume_settings=settings)
+
+
+def _checkpoint_to_resume(run: RunFolder) -> str | None:
+    return run.checkpoint if os.path.isfile(run.checkpoint) else None
 
 
 def _fit_record(res, wall: float, start_step: int) -> dict:
@@ -251,8 +314,8 @@ def _validation_record(v) -> dict | None:
 
 def train(run, cfg, opts, data: Prepared, model, argv, resume_settings) -> int:
     """Train (or continue), then save the model, history, config and evaluation."""
-    _, key_fit, key_eval = run_keys(opts["seed"])
-    resume = run.checkpoint if resume_settings and os.path.isfile(run.checkpoint) else None
+    _, _, key_eval = run_keys(opts["seed"])
+    resume = _checkpoint_to_resume(run) if resume_settings else None
     if resume_settings and resume is None:
         print("resume: no checkpoint yet (the run stopped before its first one); training "
               "from step 0")
@@ -263,16 +326,8 @@ def train(run, cfg, opts, data: Prepared, model, argv, resume_settings) -> int:
     done_before = int((cfg.get("fit") or {}).get("steps_done", 0)) if resume else 0
     t0 = time.perf_counter()
     try:
-        res = fit(model, data.train, opts["alpha"], steps=opts["steps"],
-                  seq_len=opts["seq_len"], batch_size=opts["batch_size"],
-                  warmup=opts["warmup"], learning_rate=opts["lr"], solver=opts["solver"],
-                  inputs=data.inputs, key=key_fit, progress=opts["progress"],
-                  checkpoint=run.checkpoint, checkpoint_every=opts["checkpoint_every"],
-                  resume=resume, resume_settings=resume_settings or "check",
-                  monitor_every=opts["monitor_every"], validation=data.validation,
-                  keep=opts["keep"], eval_every=opts["eval_every"],
-                  schedule=schedule_object(opts.get("lr_schedule", "cosine")),
-                  noise=opts.get("noise", 0.0))
+        res = fit(model, data.train, opts["alpha"],
+                  **fit_arguments(run, opts, data, resume, resume_settings))
     except Exception as e:
         cfg["fit"].update(status="failed", error=str(e))
         run.write_config(cfg)

@@ -6,6 +6,11 @@ the run folder — and then runs freely for `n` steps. The output is in the reco
 original units (`--standardized`: the model's units): `(n, N)` for one model, `(K, n, N)`
 for an ensemble of K (`--member i`: that member only, `(n, N)`). A model with external
 inputs needs `--inputs S` for the generated steps (and `--context-inputs` with `--context`).
+
+`--out` (and `<out>_channel.npy` of a delay-embedded run) never replaces an existing file
+without `--force`, and never — even with `--force` — an input of the run (its training
+recordings, test, validation and inputs files, and this call's context and inputs files) or
+a file inside a run folder (compared by `os.path.realpath`, so links count too).
 """
 
 from __future__ import annotations
@@ -17,12 +22,57 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._ensemble import Ensemble
+from .. import _lock
 from .._generate import generate
 from .._serialization import load
 from ._data import Standardization, embed_series, load_recordings
 from ._errors import CLIError
 from ._options import integer
 from ._run import RunFolder
+
+
+def _run_inputs(cfg: dict, flags: dict) -> list[str]:
+    """Every file the run read (as recorded) and this call reads."""
+    data = cfg.get("data") or {}
+    opts = cfg.get("options") or {}
+    recs = list(data.get("files") or []) + list(data.get("inputs") or []) + [
+        data.get("test"), data.get("validation"), (cfg.get("evaluation") or {}).get("test")]
+    paths = [r.get("abspath") for r in recs if isinstance(r, dict)]
+    val = opts.get("validation")
+    paths += list(opts.get("data") or []) + list(opts.get("inputs") or []) + [
+        opts.get("test"), val if isinstance(val, str) else None]
+    paths += [flags.get(k) for k in ("context", "inputs", "context_inputs")]
+    return [os.fspath(p) for p in paths if isinstance(p, (str, os.PathLike))]
+
+
+def _enclosing_run(path: str) -> str | None:
+    """The run folder that holds `path` (at any depth), or None."""
+    folder = os.path.dirname(path)
+    while True:
+        if RunFolder(folder).is_run():
+            return folder
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
+
+
+def check_output(out: str, run: RunFolder, cfg: dict, flags: dict) -> None:
+    """Refuse to write `out` over a file the user owns (see the module docstring)."""
+    real = os.path.realpath(out)
+    for p in _run_inputs(cfg, flags):
+        if os.path.realpath(p) == real:
+            raise CLIError(f"--out {out}: is {p}, an input of the run {run.path}; refusing to "
+                           "overwrite it (even with --force); choose another file name.")
+    holder = _enclosing_run(real)
+    if holder is not None:
+        raise CLIError(f"--out {out}: inside the run folder {holder}, whose files belong to "
+                       "the run; refusing to write there (even with --force); choose a file "
+                       "outside it.")
+    if os.path.isdir(out):
+        raise CLIError(f"--out {out}: is a folder; give a file name ending in .npy.")
+    if os.path.lexists(out) and not flags.get("force"):
+        raise CLIError(f"--out {out}: exists; pass --force to overwrite it.")
 
 
 def _context(run: RunFolder, cfg: dict, path, std: Standardization) -> np.ndarray:
@@ -69,6 +119,9 @@ def run_generate(flags: dict) -> int:
     out = os.fspath(flags["out"])
     if not out.endswith(".npy"):
         raise CLIError(f"--out {out}: the output is a NumPy file; give a name ending in .npy.")
+    outs = [out] + ([out[:-4] + "_channel.npy"] if cfg["data"].get("delay_embed") else [])
+    for o in outs:  # before any work
+        check_output(o, run, cfg, flags)
     std = Standardization.from_dict(cfg["standardization"])
     model = load(run.model)
     if "member" in flags:
@@ -87,10 +140,15 @@ def run_generate(flags: dict) -> int:
     x = np.asarray(x, np.float64)
     if not flags.get("standardized"):
         x = std.invert(x)
-    run.write_array(out, x)
-    if cfg["data"].get("delay_embed"):  # the original channel is column 0 of the embedding
-        channel = out[:-4] + "_channel.npy"
-        run.write_array(channel, x[..., 0])
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    with _lock.exclusive(out):  # one writer; the checks again, right before writing
+        for o in outs:
+            check_output(o, run, cfg, flags)
+        run.write_array(out, x)
+        if len(outs) > 1:  # the original channel is column 0 of the embedding
+            run.write_array(outs[1], x[..., 0])
+    if len(outs) > 1:
+        channel = outs[1]
         print(f"generate: {channel}, shape {x[..., 0].shape} (the original channel "
               f"{cfg['data']['names'][0]})")
     units = "model (standardized)" if flags.get("standardized") else "original"

@@ -83,7 +83,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="on --resume, when a flag changes a training setting: check (an "
                      "error, the default), call (use the new value), checkpoint (keep the "
                      "run's)")
-    fit.add_argument("--force", action="store_true", help="replace an existing run in --out")
+    fit.add_argument("--force", action="store_true", help="replace the run in --out (only a dsr "
+                     "run or an empty folder is replaced; checked after every argument)")
     _add_options(fit, FIT_OPTIONS)
     ev = _run_dir_command(sub, "evaluate", "measure a run on test data",
                           "Evaluate every member of the run in RUN_DIR on TEST: metrics.json "
@@ -105,6 +106,8 @@ def build_parser() -> argparse.ArgumentParser:
                      "training inputs)")
     gen.add_argument("--standardized", action="store_true", help="output in the model's "
                      "(standardized) units")
+    gen.add_argument("--force", action="store_true", help="replace an existing --out file (never "
+                     "an input of the run or a file inside a run folder)")
     return p
 
 

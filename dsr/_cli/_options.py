@@ -5,7 +5,8 @@ Every option has a default — the library's own, read from the signatures of `d
 file (`--config FILE.toml` or `.json`, flat `name = value` pairs, names as the long flags
 with `_` or `-`) or on the command line. A flag overrides the file; the file overrides the
 default. Values from both sources go through the same converters, so a bad value gets the
-same one-line message naming where it came from.
+same one-line message naming where it came from. A relative file name in a config file is
+relative to the config file's folder (on the command line: to the working folder).
 """
 
 from __future__ import annotations
@@ -335,6 +336,20 @@ def read_config_file(path: str) -> dict:
     return {str(k).replace("-", "_"): v for k, v in table.items()}
 
 
+#: Options that name files (resolved against a config file's folder when given there).
+FILE_OPTIONS = ("data", "test", "inputs", "validation")
+
+
+def _beside(folder: str, value):
+    """`value` (a file name, a list of them, or a validation fraction) with relative file
+    names taken relative to `folder`."""
+    if isinstance(value, list):
+        return [_beside(folder, v) for v in value]
+    if isinstance(value, str):
+        return os.path.join(folder, os.path.expanduser(value))
+    return value
+
+
 def resolve(options: list[Option], flags: dict, config_path: str | None,
             base: dict | None = None) -> tuple[dict, set]:
     """`(values, given)`: every option's value (flag > config file > `base` > default) and
@@ -351,6 +366,9 @@ def resolve(options: list[Option], flags: dict, config_path: str | None,
                                f"{', '.join(sorted(BY_NAME))}.")
             if name in mine:  # other commands' settings in a shared file are skipped
                 values[name] = BY_NAME[name].convert(f"{config_path}: {name}", v)
+                if name in FILE_OPTIONS:
+                    folder = os.path.dirname(os.path.abspath(config_path))
+                    values[name] = _beside(folder, values[name])
                 given.add(name)
     for o in options:
         if o.name in flags:

@@ -12,6 +12,8 @@ import numpy as np
 #: At most this many points of an orbit go into the state-space picture.
 STATE_SPACE_POINTS = 20_000
 SPECTRUM_SEGMENT = 4096
+#: The pictures of a run (in `RUN_DIR/plots/`).
+PICTURES = ("loss.png", "timeseries.png", "state_space.png", "spectra.png")
 
 
 def _pyplot():
@@ -156,18 +158,30 @@ def plot_spectra(x_true, x_gens, names, dt, ref_label: str, path: str) -> str:
 def draw(folder: str, *, history, x_ref, x_gens, names, dt, tau, context: int,
          plot_steps: int, ref_label: str) -> list[str]:
     """Every picture into `folder`; `x_ref` and `x_gens` (K, n, N) in original units, the
-    free runs starting right after `x_ref[:context]`."""
+    free runs starting right after `x_ref[:context]`. A picture of `PICTURES` that is not
+    drawn this time is removed (it showed an earlier model)."""
     os.makedirs(folder, exist_ok=True)
     j = functools.partial(os.path.join, folder)
     out = []
+    try:
+        _draw_all(out, j, history, x_ref, x_gens, names, dt, tau, context, plot_steps,
+                  ref_label)
+    finally:
+        for name in PICTURES:
+            if j(name) not in out and os.path.lexists(j(name)):
+                os.remove(j(name))
+    return out
+
+
+def _draw_all(out, j, history, x_ref, x_gens, names, dt, tau, context, plot_steps,
+              ref_label) -> None:
     if history is not None and np.size(history.get("loss", [])):
         out.append(plot_loss(history, j("loss.png")))
     if x_ref is None or x_gens is None:
-        return out
+        return
     after = x_ref[context:]
     first = x_gens[0]
     out.append(plot_timeseries(after[:plot_steps], first[:plot_steps], names, dt,
                                ref_label, j("timeseries.png")))
     out.append(plot_state_space(after, first, names, tau, ref_label, j("state_space.png")))
     out.append(plot_spectra(after, list(x_gens), names, dt, ref_label, j("spectra.png")))
-    return out

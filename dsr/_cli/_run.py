@@ -12,25 +12,48 @@
 
 Files are written atomically (`dsr._io`); JSON holds no NaN/inf literals (they are written
 as the strings "nan", "inf", "-inf").
+
+What the user owns is never overwritten: a folder is a run when its `config.json` carries
+the marker `"dsr_run"`; `fit --out --force` replaces only such a folder (its run files and
+pictures, nothing else in it) or an empty one, and `fit --out` into a folder that is not a
+run refuses when a run file would replace one of its files. One process writes a run at a
+time: `fit`, `fit --resume` and `evaluate` hold `RUN_DIR/run.lock` (`dsr._lock`) from
+before their first write to the end.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import functools
 import io
 import json
 import os
 import platform
+import socket
 import sys
 
 import jax
 import numpy as np
 
+from .. import _lock
 from .._io import write_bytes
 from ._errors import CLIError
+from ._plots import PICTURES
 
 CONFIG_VERSION = 1
+#: The files of a run, relative to its folder (with `plots/<PICTURES>`).
+RUN_FILES = ("config.json", "model.eqx", "checkpoint.ckpt", "checkpoint.ckpt.history",
+             "history.csv", "metrics.json", "context.npy", "context_inputs.npy")
+#: `RUN_DIR/run.lock` is the lock of the run.
+LOCK_NAME = "run"
+#: What every command reads from a run's config.json (`key.sub` for nested tables).
+REQUIRED_KEYS = {"options": dict, "options.data": list, "options.seed": int, "data": dict,
+                 "data.files": list, "data.names": list, "data.dt": (int, float, type(None)),
+                 "standardization": dict, "standardization.enabled": bool,
+                 "standardization.mean": list, "standardization.std": list, "sessions": list}
+#: What every data-file record in it holds.
+FILE_KEYS = {"abspath": str, "sha256": str}
 
 
 _NON_FINITE = {"NaN": "nan", "Infinity": "inf", "-Infinity": "-inf"}
@@ -87,19 +110,87 @@ class RunFolder:
             "context.npy")
         self.context_inputs, self.plots = j("context_inputs.npy"), j("plots")
 
-    def create(self, force: bool) -> None:
-        """Make the folder; an existing run is only replaced with `force`."""
+    def run_files(self) -> list[str]:
+        """Every file a run writes here (whether it exists or not)."""
+        return ([os.path.join(self.path, n) for n in RUN_FILES]
+                + [os.path.join(self.plots, n) for n in PICTURES])
+
+    def is_run(self) -> bool:
+        """Whether the folder holds a dsr run: a `config.json` (a JSON table) with the
+        marker `dsr_run`, whatever else it holds or lacks."""
+        try:
+            with open(self.config, encoding="utf-8") as f:
+                cfg = json.load(f)
+        except (OSError, ValueError):
+            return False
+        return isinstance(cfg, dict) and "dsr_run" in cfg
+
+    def check_target(self, force: bool, inputs=()) -> str:
+        """What `fit --out` may do here, or a `CLIError` (nothing is touched): `"new"` (no
+        such folder), `"run"` (a run, replaced with `force`), `"folder"` (a folder that is not
+        a run, and none of its files has the name of a run file). `inputs`: the files this
+        fit reads, none of which may be a run file here."""
         if os.path.exists(self.path) and not os.path.isdir(self.path):
             raise CLIError(f"{self.path}: exists and is not a folder; --out needs a folder.")
-        if os.path.exists(self.config) and not force:
-            raise CLIError(f"{self.path}: already holds a run; continue it with `python -m dsr "
-                           f"fit --resume {self.path}`, or pass --force to start it anew.")
-        if force:
-            for p in (self.config, self.model, self.checkpoint, self.checkpoint + ".history",
-                      self.history, self.metrics, self.context, self.context_inputs):
-                if os.path.exists(p):
+        own = {os.path.realpath(p): p for p in self.run_files()}
+        for p in inputs:
+            if p is not None and os.path.realpath(p) in own:
+                raise CLIError(f"{p}: an input of this fit is the run file "
+                               f"{own[os.path.realpath(p)]}, which the run would replace; "
+                               "choose another --out.")
+        if not os.path.isdir(self.path):
+            return "new"
+        if self.is_run():
+            if not force:
+                raise CLIError(f"{self.path}: already holds a run; continue it with `python "
+                               f"-m dsr fit --resume {self.path}`, or pass --force to start it "
+                               "anew.")
+            return "run"
+        taken = [os.path.relpath(p, self.path) for p in self.run_files()
+                 if os.path.lexists(p)]
+        if os.path.lexists(self.plots) and not os.path.isdir(self.plots):
+            taken.append("plots")
+        if taken:
+            raise CLIError(f"{self.path}: not a dsr run folder (no config.json with the run "
+                           f"marker), and it holds {', '.join(taken)}, which a run would "
+                           "overwrite; choose another --out (--force replaces only a dsr run "
+                           "or an empty folder).")
+        return "folder"
+
+    def prepare(self, force: bool, inputs=()) -> None:
+        """Check the folder again (under the run's lock) and replace an old run: remove its
+        run files and pictures (and `plots/` if it is left empty), nothing else — not while
+        a live process holds the lock of its checkpoint (`dsr.fit(checkpoint=...)`)."""
+        if self.check_target(force, inputs) == "run":
+            holder = _lock._read(self.checkpoint + _lock.SUFFIX)
+            if holder and (holder.get("host") != socket.gethostname() or _lock._alive(holder)):
+                raise CLIError(f"{self.checkpoint}: in use by {_lock.describe(holder)}; the "
+                               "run is not replaced while its checkpoint is being written.")
+            for p in self.run_files():
+                if os.path.lexists(p):
                     os.remove(p)
+            with contextlib.suppress(OSError):
+                os.rmdir(self.plots)  # only if empty: other files there are the user's
         os.makedirs(self.path, exist_ok=True)
+
+    @contextlib.contextmanager
+    def lock(self):
+        """Hold `run.lock` in the folder (which must exist): one writer per run. Another
+        holder is reported by who it is (`CLIError`)."""
+        name = os.path.join(self.path, LOCK_NAME)
+        try:
+            me = _lock.acquire(name)
+        except _lock.LockedError as e:
+            holder = _lock._read(name + _lock.SUFFIX)
+            if not holder:
+                raise CLIError(str(e)) from None
+            raise CLIError(f"{self.path}: the run is in use by {_lock.describe(holder)} (lock "
+                           f"file {name + _lock.SUFFIX}); wait for it to finish, or delete the "
+                           "lock file if that process no longer runs.") from None
+        try:
+            yield
+        finally:
+            _lock.release(name, me)
 
     def read_config(self) -> dict:
         if not os.path.isdir(self.path):
@@ -108,9 +199,12 @@ class RunFolder:
             raise CLIError(f"{self.path}: not a dsr run folder (no config.json); create one "
                            "with `python -m dsr fit DATA --out RUN_DIR`.")
         cfg = self.read_json(self.config)
+        if not isinstance(cfg, dict) or "dsr_run" not in cfg:
+            raise CLIError(f"{self.config}: not a dsr run config (no \"dsr_run\" marker).")
         if cfg.get("dsr_run") != CONFIG_VERSION:
             raise CLIError(f"{self.config}: not a dsr run config (version "
                            f"{cfg.get('dsr_run')!r}).")
+        check_config(self.config, cfg)
         return cfg
 
     def write_config(self, cfg: dict) -> None:
@@ -132,6 +226,41 @@ class RunFolder:
         buf = io.BytesIO()
         np.save(buf, np.asarray(x), allow_pickle=False)
         write_bytes(path, buf.getvalue())
+
+
+def _lookup(cfg: dict, dotted: str):
+    node = cfg
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return KeyError
+        node = node[part]
+    return node
+
+
+def check_config(path: str, cfg: dict) -> None:
+    """A run config holds what the commands read (`REQUIRED_KEYS`, and `abspath`/`sha256`
+    per data file); else one `CLIError` naming the file and every missing or wrong key."""
+    missing, wrong = [], []
+    for key, kind in REQUIRED_KEYS.items():
+        if any(key.startswith(k + ".") for k in missing + wrong):
+            continue  # its table is missing or wrong: named already
+        v = _lookup(cfg, key)
+        if v is KeyError:
+            missing.append(key)
+        elif not isinstance(v, kind) or (kind is int and isinstance(v, bool)):
+            wrong.append(key)
+    files = _lookup(cfg, "data.files")
+    for i, rec in enumerate(files if isinstance(files, list) else []):
+        for key, kind in FILE_KEYS.items():
+            if not isinstance(rec, dict) or key not in rec:
+                missing.append(f"data.files[{i}].{key}")
+            elif not isinstance(rec[key], kind):
+                wrong.append(f"data.files[{i}].{key}")
+    if missing or wrong:
+        what = "; ".join(([f"missing {', '.join(missing)}"] if missing else [])
+                         + ([f"of the wrong type: {', '.join(wrong)}"] if wrong else []))
+        raise CLIError(f"{path}: a damaged dsr run config ({what}); restore the file, or "
+                       "start a new run with `fit --out`.")
 
 
 def write_history(path: str, history: dict, n_members: int) -> None:
