@@ -61,7 +61,17 @@ def _read(lock: str) -> dict | None:
         return {}
 
 
+def held_by(path: str | os.PathLike) -> dict | None:
+    """The holder record of the lock of `path` while it is held (by a live process here, or
+    by any process on another host); None when it is free or stale."""
+    holder = _read(os.fspath(path) + SUFFIX)
+    if holder is None or (holder.get("host") == socket.gethostname() and not _alive(holder)):
+        return None
+    return holder
+
+
 def describe(holder: dict) -> str:
+    """`process PID on HOST (since TIME)`, for messages."""
     since = holder.get("since")
     when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(since)) if isinstance(
         since, (int, float)) else "an unknown time"

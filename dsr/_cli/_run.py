@@ -30,7 +30,6 @@ import io
 import json
 import os
 import platform
-import socket
 import sys
 
 import jax
@@ -162,8 +161,8 @@ class RunFolder:
         run files and pictures (and `plots/` if it is left empty), nothing else — not while
         a live process holds the lock of its checkpoint (`dsr.fit(checkpoint=...)`)."""
         if self.check_target(force, inputs) == "run":
-            holder = _lock._read(self.checkpoint + _lock.SUFFIX)
-            if holder and (holder.get("host") != socket.gethostname() or _lock._alive(holder)):
+            holder = _lock.held_by(self.checkpoint)
+            if holder:
                 raise CLIError(f"{self.checkpoint}: in use by {_lock.describe(holder)}; the "
                                "run is not replaced while its checkpoint is being written.")
             for p in self.run_files():
@@ -181,7 +180,7 @@ class RunFolder:
         try:
             me = _lock.acquire(name)
         except _lock.LockedError as e:
-            holder = _lock._read(name + _lock.SUFFIX)
+            holder = _lock.held_by(name)
             if not holder:
                 raise CLIError(str(e)) from None
             raise CLIError(f"{self.path}: the run is in use by {_lock.describe(holder)} (lock "
