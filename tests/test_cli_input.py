@@ -422,3 +422,16 @@ def test_resume_of_a_run_that_read_other_columns_says_so(run, tmp_path, capsys):
     _fails(capsys, ["fit", "--resume", str(old)],
            "the run was trained on the variables ['', 'a', 'b']; its files are now read as "
            "['a', 'b']", "start a new run")
+
+
+def test_container_header_length_beyond_the_file_allocates_nothing(tmp_path):
+    import hashlib
+
+    from dsr._io import FileFormatError, read_container, read_kind
+
+    sha = lambda b: hashlib.sha256(b).hexdigest().encode()  # noqa: E731
+    path = tmp_path / "m.eqx"  # the first line claims a 10^16-byte header
+    path.write_bytes(b"DSR1 %d %s 0 %s\n{}" % (10**16 - 1, sha(b"{}"), sha(b"")))
+    assert read_kind(path) is None
+    with pytest.raises(FileFormatError, match="truncated or has extra bytes"):
+        read_container(path, ["model"])
