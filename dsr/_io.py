@@ -209,6 +209,8 @@ def read_kind(path: str | os.PathLike) -> str | None:
         with open(path, "rb") as f:
             head = f.read(_FIRST_LINE_MAX)
             start, hlen, *_, hsha, _ = _first_line(path, head)
+            if start + hlen > os.fstat(f.fileno()).st_size:  # read no more than is there
+                return None
             f.seek(start)
             return _parse_header(path, f.read(hlen), hsha).get("kind")
     except (OSError, FileFormatError):

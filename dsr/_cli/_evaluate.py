@@ -11,11 +11,12 @@ from __future__ import annotations
 import os
 import time
 
+import jax
 import numpy as np
 
 from .._ensemble import Ensemble
 from .._serialization import load
-from ._data import Standardization, load_recordings, sha256
+from ._data import Layout, Standardization, load_recordings, model_units, sha256
 from ._errors import CLIError
 from ._evaluation import eval_settings, evaluate_run, free_runs, table
 from ._options import EVAL_OPTIONS, OUTPUT, resolve
@@ -96,7 +97,7 @@ def _evaluate(run: RunFolder, flags: dict, config_path) -> int:
         raise CLIError("evaluate: evaluating input-driven models is not supported yet.")
     keys = cfg["options"].get("key") or [None, None]
     series = load_recordings([test], role="test", columns=cfg["options"].get("columns"),
-                             key=keys[-1], like=cfg["data"]["names"])[0]
+                             key=keys[-1], like=Layout.of_run(cfg))[0]
     need = opts["context_steps"] + opts["n_rmse"]
     if len(series.x) < need:
         raise CLIError(f"{test}: {len(series.x)} time steps; the evaluation needs "
@@ -104,7 +105,9 @@ def _evaluate(run: RunFolder, flags: dict, config_path) -> int:
     std = Standardization.from_dict(cfg["standardization"])
     model = load(run.model)
     cfg["data"]["test"] = series.info
-    evaluate_and_draw(run, cfg, model, std.apply(series.x), opts, std, cfg["data"]["names"],
+    one = model[0] if isinstance(model, Ensemble) else model
+    test_x = model_units(series, std, jax.tree_util.tree_leaves(one)[0].dtype)
+    evaluate_and_draw(run, cfg, model, test_x, opts, std, cfg["data"]["names"],
                       cfg["data"]["dt"], run_keys(cfg["options"]["seed"])[2],
                       read_history(run.history))
     cfg["evaluation"] = {"test": series.info, "options": opts, "when": now()}

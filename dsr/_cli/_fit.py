@@ -30,7 +30,8 @@ from .._serialization import model_spec, save
 from ..models import LSSM, ClippedShPLRNN, ShPLRNN
 from ._run import (CONFIG_VERSION, RunFolder, device, now, read_history, run_keys, versions,
                    write_history)
-from ._data import Standardization, embed_series, load_recordings, sha256
+from ._data import (Layout, Standardization, embed_series, load_recordings, model_units, run_dt,
+                    sha256)
 from ._errors import CLIError
 from ._evaluate import draw_reference, evaluate_and_draw
 from ._options import (FIT_DEFAULTS, FIT_OPTIONS, IDENTITY, OUTPUT, TRAINING_SETTINGS, resolve,
@@ -59,11 +60,14 @@ class Prepared:
 
 def prepare_data(opts: dict) -> Prepared:
     keys = opts["key"] or [None, None]
-    series = load_recordings(opts["data"], role="data", columns=opts["columns"], key=keys[0])
+    series = load_recordings(opts["data"], role="data", columns=opts["columns"], key=keys[0],
+                             dt=opts["dt"])
+    dt = run_dt(opts["dt"], series)
     emb = delay_embedding(opts, series[0])
     if emb is not None:
         series = [embed_series(s, *emb) for s in series]
     names = series[0].names
+    layout = dataclasses.replace(Layout.of(series[0]), dt=dt)
     for s in series:
         if len(s.x) < opts["seq_len"] + 1:
             raise CLIError(f"{s.info['path']}: {len(s.x)} time steps; --seq-len "
@@ -72,34 +76,33 @@ def prepare_data(opts: dict) -> Prepared:
     test = test_x = None
     if opts["test"] is not None:
         test = load_recordings([opts["test"]], role="test", columns=opts["columns"],
-                               key=keys[-1], like=None if emb else names)[0]
+                               key=keys[-1], like=None if emb else layout, dt=opts["dt"])[0]
         test = embed_series(test, *emb) if emb else test
         need = opts["context_steps"] + opts["n_rmse"]
         if len(test.x) < need:
             raise CLIError(f"{opts['test']}: {len(test.x)} time steps; the evaluation needs "
                            f"--context-steps + --n-rmse = {need}.")
-        test_x = std.apply(test.x)
+        test_x = model_units(test, std)
     inputs = inputs_info = None
     if opts["inputs"] is not None:
         if len(opts["inputs"]) != len(series):
             raise CLIError(f"--inputs: {len(opts['inputs'])} file(s) for {len(series)} data "
                            "file(s); give one inputs file per data file.")
-        loaded = load_recordings(opts["inputs"], role="inputs")
+        loaded = load_recordings(opts["inputs"], role="inputs", dt=dt)
         for s, u in zip(series, loaded):
             if len(u.x) != len(s.x):
                 raise CLIError(f"{u.info['path']}: {len(u.x)} rows; expected {len(s.x)} like "
                                f"{s.info['path']}.")
-        inputs, inputs_info = [u.x for u in loaded], [u.info for u in loaded]
+        inputs, inputs_info = [model_units(u, None) for u in loaded], [u.info for u in loaded]
         if test is not None:
             raise CLIError("--test with --inputs: evaluating input-driven models is not "
                            "supported yet (the free runs would need test inputs).")
-    dt = opts["dt"] if opts["dt"] is not None else series[0].dt
     val, val_info = opts["validation"], None
     if isinstance(val, str):
         v = load_recordings([val], role="validation", columns=opts["columns"],
-                            like=None if emb else names)[0]
-        val, val_info = std.apply((embed_series(v, *emb) if emb else v).x), v.info
-    return Prepared(series, [std.apply(s.x) for s in series], test, test_x, inputs,
+                            like=None if emb else layout, dt=opts["dt"])[0]
+        val, val_info = model_units(embed_series(v, *emb) if emb else v, std), v.info
+    return Prepared(series, [model_units(s, std) for s in series], test, test_x, inputs,
                     inputs_info, std, names, dt, val, emb, val_info)
 
 
@@ -271,6 +274,11 @@ def _resume(run: RunFolder, flags: dict, config_path, argv) -> int:
                            "resume needs the same data.")
     data = prepare_data(opts)
     opts = dict(opts, **_absolute_paths(opts))  # a new --test or --validation: absolute
+    if data.names != cfg["data"]["names"]:  # a run of a dsr that read other columns
+        raise CLIError(f"fit --resume {run.path}: the run was trained on the variables "
+                       f"{cfg['data']['names']}; its files are now read as {data.names} (an "
+                       "index, time or counter column is not a variable); start a new run "
+                       "with --out.")
     key_model, _, _ = run_keys(opts["seed"])
     model = build_model(opts, len(data.names), 0 if data.inputs is None
                         else data.inputs[0].shape[1], key_model)

@@ -25,7 +25,7 @@ from .._ensemble import Ensemble
 from .. import _lock
 from .._generate import generate
 from .._serialization import load
-from ._data import Standardization, embed_series, load_recordings
+from ._data import Layout, Standardization, embed_series, load_recordings, model_units
 from ._errors import CLIError
 from ._options import integer
 from ._run import RunFolder
@@ -75,7 +75,7 @@ def check_output(out: str, run: RunFolder, cfg: dict, flags: dict) -> None:
         raise CLIError(f"--out {out}: exists; pass --force to overwrite it.")
 
 
-def _context(run: RunFolder, cfg: dict, path, std: Standardization) -> np.ndarray:
+def _context(run: RunFolder, cfg: dict, path, std: Standardization, dtype) -> np.ndarray:
     if path is None:
         if not os.path.isfile(run.context):
             raise CLIError(f"{run.path}: no stored context (context.npy); pass --context FILE.")
@@ -83,32 +83,37 @@ def _context(run: RunFolder, cfg: dict, path, std: Standardization) -> np.ndarra
     keys = cfg["options"].get("key") or [None, None]
     emb = cfg["data"].get("delay_embed")
     s = load_recordings([path], role="test", columns=cfg["options"].get("columns"),
-                        key=keys[-1], like=None if emb else cfg["data"]["names"])[0]
-    return std.apply((embed_series(s, *emb) if emb else s).x)
+                        key=keys[-1], like=None if emb else Layout.of_run(cfg))[0]
+    return model_units(embed_series(s, *emb) if emb else s, std, dtype)
 
 
-def _read_inputs(model, path, n: int, flag: str):
+def _read_inputs(model, path, n: int, flag: str, like):
     if path is None:
         raise CLIError(f"generate: the model takes {model.input_dim} external inputs; give "
                        f"them with {flag} FILE.")
-    u = load_recordings([path], role="inputs")[0]
+    u = load_recordings([path], role="inputs", like=like)[0]
     if u.x.shape[1] != model.input_dim or len(u.x) < n:
         raise CLIError(f"{path}: shape {tuple(u.x.shape)}; expected at least {n} rows of "
                        f"{model.input_dim} inputs.")
-    return u.x[:n]
+    return model_units(u, None, jax.tree_util.tree_leaves(model)[0].dtype)[:n]
 
 
-def _inputs(run: RunFolder, model, flags: dict, n: int, n_context: int):
-    """`(inputs for the generated steps, inputs for the context)`, or Nones."""
+def _inputs(run: RunFolder, cfg: dict, model, flags: dict, n: int, n_context: int):
+    """`(inputs for the generated steps, inputs for the context)`, or Nones; a file with a
+    header is matched by name to the training inputs when those had one."""
     if not model.input_dim:
         if flags.get("inputs") or flags.get("context_inputs"):
             raise CLIError("--inputs: the model takes no external inputs.")
         return None, None
-    s = _read_inputs(model, flags.get("inputs"), n, "--inputs")
+    first = ((cfg["data"].get("inputs") or [{}])[0])
+    like = (Layout(first["columns"], bool(first.get("named")), cfg["data"].get("dt"))
+            if first.get("columns") else None)
+    s = _read_inputs(model, flags.get("inputs"), n, "--inputs", like)
     if flags.get("context") is None:
         cs = np.load(run.context_inputs)
     else:
-        cs = _read_inputs(model, flags.get("context_inputs"), n_context, "--context-inputs")
+        cs = _read_inputs(model, flags.get("context_inputs"), n_context, "--context-inputs",
+                          like)
     return jnp.asarray(s), jnp.asarray(cs)
 
 
@@ -133,9 +138,9 @@ def run_generate(flags: dict) -> int:
                            f"{len(model) - 1}).")
         model = model[i]
     one = model[0] if isinstance(model, Ensemble) else model
-    ctx = _context(run, cfg, flags.get("context"), std)
     dtype = jax.tree_util.tree_leaves(one)[0].dtype
-    s, cs = _inputs(run, one, flags, n, len(ctx))
+    ctx = _context(run, cfg, flags.get("context"), std, dtype)
+    s, cs = _inputs(run, cfg, one, flags, n, len(ctx))
     x = generate(model, n, context=jnp.asarray(ctx, dtype), inputs=s, context_inputs=cs)
     x = np.asarray(x, np.float64)
     if not flags.get("standardized"):

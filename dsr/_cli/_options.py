@@ -33,7 +33,11 @@ RESUME_SETTINGS = ("check", "checkpoint", "call")
 # ------------------------------------------------------------------------------ converters
 
 
-def integer(lo: int | None = None, optional: bool = False) -> Callable:
+#: The largest integer an option takes (a C `long`: `jax.random.key` and NumPy take no more).
+INT_MAX = 2**63 - 1
+
+
+def integer(lo: int | None = None, optional: bool = False, hi: int = INT_MAX) -> Callable:
     def convert(label, v):
         if optional and (v is None or (isinstance(v, str) and v.lower() == "none")):
             return None
@@ -45,6 +49,10 @@ def integer(lo: int | None = None, optional: bool = False) -> Callable:
             raise CLIError(f"{label} must be an integer; got {v!r}.") from None
         if lo is not None and n < lo:
             raise CLIError(f"{label} must be an integer ≥ {lo}; got {n}.")
+        if n > hi:
+            span = f"in [{lo}, {hi}]" if lo is not None else f"≤ {hi}"
+            raise CLIError(f"{label} must be an integer {span}"
+                           f"{' (2^63 − 1)' if hi == INT_MAX else ''}; got {n}.")
         return n
     return convert
 
