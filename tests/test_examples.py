@@ -121,3 +121,27 @@ def test_quick_run_writes_one_record_per_member(name, tmp_path):
     assert again["records"] == records and png.stat().st_size > 0
     with pytest.raises(SystemExit, match="--redraw: no record"):
         mod.main(["--quick", "--out", str(tmp_path / "empty"), "--redraw"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", FINDINGS)
+def test_committed_records_redraw_the_committed_findings(name, tmp_path):
+    """`docs/findings/` holds every finding's records: `--redraw` from a copy of them trains
+    nothing, reproduces the committed JSON's records and summary, and draws every picture
+    the docs show."""
+    import shutil
+
+    docs = Path(__file__).resolve().parent.parent / "docs" / "findings"
+    shutil.copytree(docs, tmp_path / "f")
+    committed = json.loads((docs / f"{name}.json").read_text())
+    pictures = sorted(p.name for p in docs.glob(f"{name}*.png"))
+    for p in pictures:
+        (tmp_path / "f" / p).unlink()
+    importlib.import_module(f"examples.{name}").main(["--out", str(tmp_path / "f"), "--redraw"])
+    again = json.loads((tmp_path / "f" / f"{name}.json").read_text())
+    same = lambda a, b: json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)  # noqa: E731, NaN-safe
+    assert same(again["records"], committed["records"])
+    assert same(again["summary"], committed["summary"])
+    assert again["settings"]["mode"] == "cpu"
+    for p in pictures:
+        assert (tmp_path / "f" / p).stat().st_size > 10_000, p
