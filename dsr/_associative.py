@@ -6,15 +6,16 @@ recursively and one more step each gives the remaining states: the recursive-dou
 of `lax.associative_scan`, written out so that only what the trajectory needs is computed
 (no prefix products of A, no padded interleaves). Reverse (the adjoint's transposed recurrence
 `λ_{t-1} = g_{t-1} + A_tᵀ λ_t`): the mirror image in row-vector form `λᵀ ↦ λᵀ A_t + gᵀ`,
-so A is never flipped or transposed (those copies were ≈ 30% of the reverse scan at M = 16).
+so A is never flipped or transposed (those copies cost a large share of the reverse scan;
+docs: Performance, "Design measurements").
 
 The small matrix products are batched matmuls or, for small M, unrolled multiply-and-sum
-loops that XLA fuses into one elementwise kernel (`_auto.auto_combine`, measured per backend;
-on CPU the unrolled form is up to 15× faster at M = 4 and 3–6× at M = 16).
+loops that XLA fuses into one elementwise kernel (`_auto.auto_combine`, chosen per backend
+by measurement; docs: Performance).
 
 For full matrices both scans keep every level in `split_order`: the pairs `(2j, 2j+1)` are the two contiguous
-halves of the array, so no level slices with a stride (strided operands made XLA:CPU's
-products 3–6× slower); a caller that builds A itself can build it in that order.
+halves of the array, so no level slices with a stride (strided operands slow XLA:CPU's
+products down several times); a caller that builds A itself can build it in that order.
 """
 
 from __future__ import annotations

@@ -91,10 +91,6 @@ class Ensemble(eqx.Module):
         """The members as a list of ordinary models."""
         return list(self)
 
-    @property
-    def model_class(self) -> type:
-        return type(self.stacked)
-
 
 def _same_structure(a, b) -> bool:
     la, ta = jax.tree_util.tree_flatten(a)

@@ -2,8 +2,8 @@
 
 The linearization (F and J at every step) is evaluated block by block *inside* the
 sequential recurrence, so only a block of c Jacobians (c·M² numbers, cache-sized) exists at
-a time instead of all T·M²: the same arithmetic with O(T·M) memory traffic, 1.2–2× faster
-on CPU (`benchmarks.runtime`). Each phase of the `Linearization` is its own run of blocks
+a time instead of all T·M²: the same arithmetic with O(T·M) memory traffic (measured by
+`benchmarks.runtime`; docs: Performance). Each phase of the `Linearization` is its own run of blocks
 (the carry passes from one to the next), so a phase's constant factors stay unbatched.
 """
 

@@ -160,7 +160,7 @@ def _forward_impl(A, b, z0, full, method, chunk_size):
 
 def _sequential_reverse(A, g, lamT, full):
     # λ_{t-1} = g_{t-1} + A_tᵀ λ_t in place (`lax.scan(reverse=True)`, `λ @ A_t`): no flipped
-    # or transposed copy of A (4× faster than flip + forward for full A on CPU).
+    # or transposed copy of A (docs: Performance, "Design measurements").
     def body(lam, ag):
         a, gt = ag
         lam = (lam @ a if full else a * lam) + gt

@@ -1,6 +1,7 @@
 """The pictures of a run, in the recording's original units: loss curve, generated vs true
-time series, state space (three coordinates, or a delay embedding of the first one) and
-power spectra."""
+time series (the start of the free run against the data, and its end against the data's
+range), state space (three coordinates; the first three principal components when there are
+more; a delay embedding of the first one when there are fewer) and power spectra."""
 
 from __future__ import annotations
 
@@ -56,26 +57,49 @@ def plot_loss(history: dict, path: str) -> str:
     return _save(fig, path)
 
 
-def plot_timeseries(x_true, x_gen, names, dt, ref_label: str, path: str) -> str:
-    """The first (up to 3) variables: reference vs the free run, aligned in time."""
+def _ylim(ax, ref, gen) -> None:
+    """The reference's range, widened to the free run's but by at most 3 × that range."""
+    lo, hi = np.min(ref), np.max(ref)
+    pad = 0.15 * (hi - lo) + 1e-12
+    g = gen[np.isfinite(gen)]
+    ax.set_ylim(max(min(lo, g.min(initial=lo)), lo - 3 * (hi - lo)) - pad,
+                min(max(hi, g.max(initial=hi)), hi + 3 * (hi - lo)) + pad)
+
+
+def plot_timeseries(x_true, x_gen, names, dt, ref_label: str, path: str,
+                    plot_steps: int | None = None) -> str:
+    """The first (up to 3) variables. Left: the reference vs the free run, aligned in time,
+    over the first `plot_steps` steps. Right: the *last* `plot_steps` steps of the free run
+    against the reference's range (grey band) — where a run that drifts off the data's
+    attractor shows it."""
     plt = _pyplot()
     n_dim = min(3, x_true.shape[1])
-    T = min(len(x_true), len(x_gen))
-    t = np.arange(T) * (dt or 1.0)
-    fig, axes = plt.subplots(n_dim, 1, figsize=(10, 1.9 * n_dim + 0.6), sharex=True,
-                             squeeze=False)
+    n = min(len(x_true), len(x_gen), plot_steps or len(x_gen))
+    late = len(x_gen) > n
+    u = dt or 1.0
+    fig, axes = plt.subplots(n_dim, 1 + late, figsize=(10 + 5 * late, 1.9 * n_dim + 0.6),
+                             sharex="col", squeeze=False)
+    t = np.arange(n) * u
     for j in range(n_dim):
         ax = axes[j, 0]
-        ax.plot(t, x_true[:T, j], color="0.35", lw=0.8, label=ref_label)
-        ax.plot(t, x_gen[:T, j], color="C3", lw=0.8, label="model, free-running")
-        lo, hi = np.min(x_true[:T, j]), np.max(x_true[:T, j])
-        pad = 0.15 * (hi - lo) + 1e-12
-        g = x_gen[:T, j][np.isfinite(x_gen[:T, j])]
-        ax.set_ylim(max(min(lo, g.min(initial=lo)), lo - 3 * (hi - lo)) - pad,
-                    min(max(hi, g.max(initial=hi)), hi + 3 * (hi - lo)) + pad)
+        ax.plot(t, x_true[:n, j], color="0.35", lw=0.8, label=ref_label)
+        ax.plot(t, x_gen[:n, j], color="C3", lw=0.8, label="model, free-running")
+        _ylim(ax, x_true[:n, j], x_gen[:n, j])
         ax.set_ylabel(names[j])
+        if late:
+            ax = axes[j, 1]
+            t_late = np.arange(len(x_gen) - n, len(x_gen)) * u
+            ax.axhspan(np.min(x_true[:, j]), np.max(x_true[:, j]), color="0.85",
+                       label=f"{ref_label}: range")
+            ax.plot(t_late, x_gen[-n:, j], color="C3", lw=0.8, label="model, free-running")
+            _ylim(ax, x_true[:, j], x_gen[-n:, j])
     axes[0, 0].legend(loc="upper right", fontsize=8)
+    axes[0, 0].set_title("start of the free run", fontsize=9)
     axes[-1, 0].set_xlabel("time after the context" + ("" if dt else " (steps)"))
+    if late:
+        axes[0, 1].legend(loc="upper right", fontsize=8)
+        axes[0, 1].set_title(f"end of the free run ({len(x_gen)} steps)", fontsize=9)
+        axes[-1, 1].set_xlabel("time after the context" + ("" if dt else " (steps)"))
     return _save(fig, path)
 
 
@@ -90,22 +114,43 @@ def autocorrelation_delay(x: np.ndarray) -> int:
     return int(max(1, below[0] if below.size else 1))
 
 
-def _coords(x, tau):
-    if x.shape[1] >= 3:
-        return x[:STATE_SPACE_POINTS, :3]
-    s = x[:STATE_SPACE_POINTS + 2 * tau, 0]
-    return np.stack([s[2 * tau:], s[tau:-tau], s[:-2 * tau]], axis=1)
+def _projection(x_true, names, tau):
+    """`(coords(x) -> (n, 3), axis labels)`: the three variables (N = 3); the first three
+    principal components of the reference (N > 3, scikit-learn's PCA, fitted on the
+    reference only and applied to both orbits); or `(x(t), x(t−τ), x(t−2τ))` of the first
+    variable (N < 3)."""
+    if x_true.shape[1] == 3:
+        return (lambda x: x[:STATE_SPACE_POINTS]), list(names[:3])
+    if x_true.shape[1] > 3:
+        from sklearn.decomposition import PCA
+
+        ref = x_true[:STATE_SPACE_POINTS]
+        pca = PCA(3).fit(ref[np.all(np.isfinite(ref), axis=1)])
+        share = pca.explained_variance_ratio_
+
+        def coords(x):
+            x = x[:STATE_SPACE_POINTS]
+            out = np.full((len(x), 3), np.nan)
+            ok = np.all(np.isfinite(x), axis=1)
+            out[ok] = pca.transform(np.clip(x[ok], -1e150, 1e150))
+            return out
+
+        return coords, [f"PC{k + 1} ({share[k]:.0%})" for k in range(3)]
+
+    def delays(x):
+        s = x[:STATE_SPACE_POINTS + 2 * tau, 0]
+        return np.stack([s[2 * tau:], s[tau:-tau], s[:-2 * tau]], axis=1)
+
+    return delays, [f"{names[0]}(t)", f"{names[0]}(t−{tau})", f"{names[0]}(t−{2 * tau})"]
 
 
 def plot_state_space(x_true, x_gen, names, tau, ref_label: str, path: str) -> str:
-    """Three coordinates side by side, or `(x(t), x(t−τ), x(t−2τ))` of the first variable."""
+    """The orbits in three coordinates (see `_projection`), reference and free run side by
+    side, framed by the reference."""
     plt = _pyplot()
     fig = plt.figure(figsize=(10, 4.6))
-    if x_true.shape[1] >= 3:
-        labels = names[:3]
-    else:
-        labels = [f"{names[0]}(t)", f"{names[0]}(t−{tau})", f"{names[0]}(t−{2 * tau})"]
-    pts = [_coords(x, tau) for x in (x_true, x_gen)]
+    coords, labels = _projection(x_true, names, tau)
+    pts = [coords(x) for x in (x_true, x_gen)]
     lo = np.nanmin(pts[0], axis=0)
     hi = np.nanmax(pts[0], axis=0)
     pad = 0.25 * (hi - lo)
@@ -181,7 +226,7 @@ def _draw_all(out, j, history, x_ref, x_gens, names, dt, tau, context, plot_step
         return
     after = x_ref[context:]
     first = x_gens[0]
-    out.append(plot_timeseries(after[:plot_steps], first[:plot_steps], names, dt,
-                               ref_label, j("timeseries.png")))
+    out.append(plot_timeseries(after, first, names, dt, ref_label, j("timeseries.png"),
+                               plot_steps))
     out.append(plot_state_space(after, first, names, tau, ref_label, j("state_space.png")))
     out.append(plot_spectra(after, list(x_gens), names, dt, ref_label, j("spectra.png")))

@@ -69,9 +69,8 @@ class AbstractShPLRNN(AbstractSizedModel, AbstractGTFModel):
         (M, M) `base` (diag(A), or diag(A) P), as `Σ_l d_l W_{:,l} right_{l,:} + 1·base`: the
         outer products come from parameters alone, so under `vmap` over time they are built
         once and all T products are one `(T, L+1) @ (L+1, M·M)` matmul, with no `(T, L, M)`
-        temporary (≈ 5× faster than `W (d ⊙ V)` for T = 32,768 Jacobians at M = 4 on CPU)
-        and no second pass over the T·M² result to add `base` (≈ 2× for the T Jacobians at
-        M = 16 on CPU, where that pass is memory-bound)."""
+        temporary and no second pass over the T·M² result to add `base` (memory-bound at
+        M = 16; docs: Performance, "Design measurements")."""
         d = self.slope(self.V @ z).astype(z.dtype)
         left = self.W_L.T if self.W_R is None else self.W_R.T  # (L, M) or (L, r)
         outer = left[:, :, None] * right[:, None, :]
