@@ -194,6 +194,16 @@ def test_delay_embed_one_column_csv_trains_and_generates(tmp_path, embed):
                      str(tmp_path / "ecg.csv"), "--out", str(tmp_path / "g.npy")]) == 0
     assert np.load(tmp_path / "g.npy").shape == (50, m)
     assert np.load(tmp_path / "g_channel.npy").shape == (50,)
+    if embed == "auto":
+        return
+    with warnings.catch_warnings():  # evaluate reports the recorded channel's own D_H too
+        warnings.simplefilter("ignore")
+        assert main(["evaluate", str(run), "--test", str(tmp_path / "ecg.csv"), "--n-samples",
+                     "500", "--context-steps", "32", "--n-rmse", "8", "--gen-factor", "1",
+                     "--lyapunov-steps", "50", "--no-progress", "--no-plots"]) == 0
+    rep = json.loads((run / "metrics.json").read_text())
+    assert "D_H_channel" in rep["summary"] and rep["summary"]["D_H_channel"]["n"] == 1
+    assert all("D_H_channel" in r for r in rep["members"])
 
 
 @pytest.mark.slow

@@ -16,7 +16,8 @@ import numpy as np
 
 from .._ensemble import Ensemble
 from .._serialization import load
-from ._data import Layout, Standardization, load_recordings, model_units, sha256
+from ._data import (Layout, Standardization, embed_series, load_recordings, model_units,
+                    sha256)
 from ._errors import CLIError
 from ._evaluation import eval_settings, evaluate_run, free_runs, table
 from ._options import EVAL_OPTIONS, OUTPUT, resolve
@@ -50,7 +51,8 @@ def evaluate_and_draw(run: RunFolder, cfg: dict, model, test_x: np.ndarray, opts
     print(f"evaluation: {len(test_x)} test steps; free runs of {opts['gen_factor']} × that "
           f"after {opts['context_steps']} context steps; D_stsp with {opts['n_samples']} "
           "samples")
-    report, x_gens = evaluate_run(model, test_x, dt, opts, key)
+    report, x_gens = evaluate_run(model, test_x, dt, opts, key,
+                                  channel=bool((cfg.get("data") or {}).get("delay_embed")))
     model_file = {"path": os.path.abspath(run.model), "sha256": sha256(run.model),
                   "steps_done": (cfg.get("fit") or {}).get("steps_done")}
     report.update(test=(cfg.get("data") or {}).get("test"), model=model_file, evaluated=now(),
@@ -96,8 +98,11 @@ def _evaluate(run: RunFolder, flags: dict, config_path) -> int:
     if cfg["options"].get("inputs"):
         raise CLIError("evaluate: evaluating input-driven models is not supported yet.")
     keys = cfg["options"].get("key") or [None, None]
+    emb = cfg["data"].get("delay_embed")  # a one-channel test file, embedded as in training
     series = load_recordings([test], role="test", columns=cfg["options"].get("columns"),
-                             key=keys[-1], like=Layout.of_run(cfg))[0]
+                             key=keys[-1], like=None if emb else Layout.of_run(cfg))[0]
+    if emb:
+        series = embed_series(series, *emb)
     need = opts["context_steps"] + opts["n_rmse"]
     if len(series.x) < need:
         raise CLIError(f"{test}: {len(series.x)} time steps; the evaluation needs "

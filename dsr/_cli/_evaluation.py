@@ -19,7 +19,8 @@ import numpy as np
 
 from .._ensemble import Ensemble
 from .._generate import generate
-from ..metrics import evaluate, state_space_divergence, summarize_members
+from ..metrics import (evaluate, power_spectrum_distance, state_space_divergence,
+                       summarize_members)
 
 
 MEASURES = ("D_stsp", "D_stsp_bins", "D_H", "RMSE_n", "lambda_max")
@@ -82,6 +83,12 @@ def binned_dstsp(x_test, x_gens, embedding, key) -> tuple[list, str | None]:
     return out, None
 
 
+def channel_spectra(x_test, x_gens, rows) -> list[float]:
+    """D_H of the original channel (column 0 of a delay embedding) per member; inf for a
+    diverged member."""
+    return [math.inf if r["diverged"] or not np.all(np.isfinite(x[:, :1])) else
+            float(power_spectrum_distance(x_test[:, :1], x[:, :1]))
+            for x, r in zip(x_gens, rows)]
 
 
 def _member_row(i: int, r: dict, bins) -> dict:
@@ -92,8 +99,10 @@ def _member_row(i: int, r: dict, bins) -> dict:
     return row
 
 
-def evaluate_run(model, x_test: np.ndarray, dt, opts: dict, key) -> tuple[dict, np.ndarray]:
-    """`(report, free runs (K, n, N))`: per-member measures, their summary and settings."""
+def evaluate_run(model, x_test: np.ndarray, dt, opts: dict, key, channel: bool = False
+                 ) -> tuple[dict, np.ndarray]:
+    """`(report, free runs (K, n, N))`: per-member measures, their summary and settings;
+    with `channel` (a delay-embedded run) also D_H of the recorded channel (column 0)."""
     t0 = time.perf_counter()
     settings = eval_settings(opts)
     rows, used = evaluate_members(model, TestSet(x_test, dt), key=key, settings=settings,
@@ -101,7 +110,12 @@ def evaluate_run(model, x_test: np.ndarray, dt, opts: dict, key) -> tuple[dict, 
     x_gens = free_runs(model, x_test, settings)
     bins, note = binned_dstsp(x_test, x_gens, settings["embedding"], key)
     members = [_member_row(i, r, b) for i, (r, b) in enumerate(zip(rows, bins))]
-    summary = summarize_members({m: [row[m] for row in members] for m in MEASURES},
+    measures = list(MEASURES)
+    if channel:  # the measures of the recorded channel itself, too
+        for row, d in zip(members, channel_spectra(x_test, x_gens, members)):
+            row["D_H_channel"] = d
+        measures.append("D_H_channel")
+    summary = summarize_members({m: [row[m] for row in members] for m in measures},
                                 [row["status"] for row in members])
     emb = settings["embedding"]
     report = {"D_stsp_kind": "D_stsp" if emb is None else f"D_stsp^DE (m={emb[0]}, "
@@ -124,6 +138,8 @@ def table(report: dict) -> str:
     cols = [("D_stsp", "D_stsp"), ("D_stsp_bins", "D_stsp(bins)"), ("D_H", "D_H"),
             ("RMSE_n", f"RMSE({report['settings'].get('n_rmse', 'n')})"),
             ("lambda_max", "λ_max")]
+    if "D_H_channel" in report["summary"]:
+        cols.insert(3, ("D_H_channel", "D_H(channel)"))
     head = ["member"] + [c[1] for c in cols] + ["status"]
     rows = [[str(r["member"])] + [_fmt(r[c]) for c, _ in cols] + [r["status"]]
             for r in report["members"]]
