@@ -26,11 +26,17 @@ import json
 import os
 import re
 import secrets
+import stat
 from collections.abc import Callable, Iterable
+
+from . import _lock
 
 MAGIC = b"DSR1"
 FORMAT_VERSION = 1
+NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _FIRST_LINE_MAX = 256
+#: The largest header a reader accepts (a checkpoint's is a few kB).
+HEADER_MAX = 1 << 24
 _DIGITS = re.compile(rb"0|[1-9][0-9]{0,15}")
 _HEX = re.compile(rb"[0-9a-f]{64}")
 
@@ -45,33 +51,43 @@ def _tmp_prefix(path: str) -> str:
     return f".{os.path.basename(path)}.tmp-"
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+def _host_tag() -> str:
+    return hashlib.sha256(_lock.host().encode()).hexdigest()[:8]
+
+
+def _tmp_name(path: str) -> str:
+    """`.<name>.tmp-<host>-<pid>-<start>-<token>`: the writer's host (a hash of its name),
+    pid and process start time (0: unknown), so a clean-up can prove whose it is."""
+    pid = os.getpid()
+    started = int(_lock.start_time(pid) or 0)
+    return f"{_tmp_prefix(path)}{_host_tag()}-{pid}-{started}-{secrets.token_hex(4)}"
 
 
 def clean_stale_temporaries(path: str) -> list[str]:
-    """Remove temporary files of `atomic_write(path, ...)` whose writer process is gone."""
+    """Remove temporary files of `atomic_write(path, ...)` whose writer is provably gone: a
+    process of this host (its host tag) that no longer runs (its pid is free, or belongs to
+    a process started later). Files of other hosts, of running processes (this one
+    included) and any name of another form are never touched."""
     folder = os.path.dirname(os.path.abspath(path)) or "."
-    prefix = _tmp_prefix(path)
-    removed = []
+    pattern = re.compile(re.escape(_tmp_prefix(path)) + r"([0-9a-f]{8})-(\d{1,10})-(\d{1,20})-"
+                         r"[0-9a-f]{8}")
+    removed, me = [], _host_tag()
     try:
         names = os.listdir(folder)
     except OSError:
         return removed
     for name in names:
-        m = re.fullmatch(re.escape(prefix) + r"(\d+)-[0-9a-f]+", name)
-        if m and not _pid_alive(int(m.group(1))):
-            try:
-                os.remove(os.path.join(folder, name))
-                removed.append(name)
-            except OSError:
-                pass
+        m = pattern.fullmatch(name)
+        if not m or m.group(1) != me:
+            continue
+        pid, started = int(m.group(2)), int(m.group(3))
+        if pid == os.getpid() or _lock.alive(pid, started or None):
+            continue
+        try:
+            os.remove(os.path.join(folder, name))
+            removed.append(name)
+        except OSError:
+            pass
     return removed
 
 
@@ -98,9 +114,10 @@ def atomic_write(path: str | os.PathLike, write: Callable) -> None:
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
     clean_stale_temporaries(path)
-    tmp = os.path.join(folder, f"{_tmp_prefix(path)}{os.getpid()}-{secrets.token_hex(4)}")
+    tmp = os.path.join(folder, _tmp_name(path))
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW
     try:
-        with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644), "wb") as f:
+        with os.fdopen(os.open(tmp, flags, 0o644), "wb") as f:
             write(f)
             f.flush()
             os.fsync(f.fileno())
@@ -137,18 +154,33 @@ def write_container(path: str | os.PathLike, kind: str, header: dict, payload: b
 
 
 def read_container(path: str | os.PathLike, kinds: Iterable[str]) -> tuple[dict, bytes]:
-    """Read and verify a container; `kinds`: the kinds the caller accepts."""
+    """Read and verify a container; `kinds`: the kinds the caller accepts. The lengths in
+    the first line are checked against the file's size (and the header's against
+    `HEADER_MAX`) before the rest is read, so a damaged length never allocates."""
     path = os.fspath(path)
     if os.path.isdir(path):
         raise FileFormatError(f"{path!r} is a folder, not a dsr file.")
     try:
         with open(path, "rb") as f:
-            data = f.read()
+            size = os.fstat(f.fileno())
+            if not stat.S_ISREG(size.st_mode):
+                raise FileFormatError(f"{path!r} is not a regular file.")
+            head = f.read(_FIRST_LINE_MAX)
+            start, hlen, plen, *_ = _first_line(path, head)
+            _check_extent(path, start, hlen, plen, size.st_size)
+            data = head + f.read(size.st_size - len(head) + 1)
     except FileNotFoundError:
         raise FileFormatError(f"{path!r}: no such file.") from None
     except OSError as e:
         raise FileFormatError(f"{path!r} cannot be read: {e.strerror}.") from None
     return decode_container(path, data, kinds)
+
+
+def _check_extent(path: str, start: int, hlen: int, plen: int, size: int) -> None:
+    """The header and payload lengths of the first line against the file's `size`."""
+    if start + hlen + 1 + plen != size:
+        raise FileFormatError(f"{path!r} is truncated or has extra bytes: expected a "
+                              f"{hlen}-byte header and a {plen}-byte payload.")
 
 
 def decode_container(path: str, data: bytes, kinds: Iterable[str]) -> tuple[dict, bytes]:
@@ -171,7 +203,11 @@ def _first_line(path: str, data: bytes) -> tuple[int, int, int, bytes, bytes]:
     if not (_DIGITS.fullmatch(fields[1]) and _DIGITS.fullmatch(fields[3])
             and _HEX.fullmatch(fields[2]) and _HEX.fullmatch(fields[4])):
         raise FileFormatError(f"{path!r}: damaged header line (the file is damaged).")
-    return end + 1, int(fields[1]), int(fields[3]), fields[2], fields[4]
+    hlen = int(fields[1])
+    if hlen > HEADER_MAX:
+        raise FileFormatError(f"{path!r}: the header line gives a header of {hlen} bytes, "
+                              f"beyond the {HEADER_MAX >> 20} MiB limit (the file is damaged).")
+    return end + 1, hlen, int(fields[3]), fields[2], fields[4]
 
 
 def _parse_header(path: str, hbytes: bytes, digest: bytes) -> dict:
@@ -207,8 +243,10 @@ def read_kind(path: str | os.PathLike) -> str | None:
     path = os.fspath(path)
     try:
         with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
             head = f.read(_FIRST_LINE_MAX)
-            start, hlen, *_, hsha, _ = _first_line(path, head)
+            start, hlen, plen, hsha, _ = _first_line(path, head)
+            _check_extent(path, start, hlen, plen, size)
             f.seek(start)
             return _parse_header(path, f.read(hlen), hsha).get("kind")
     except (OSError, FileFormatError):

@@ -24,7 +24,7 @@ class LockedError(ValueError):
     """Another process holds the lock of a file this call would write."""
 
 
-def _start_time(pid: int) -> float | None:
+def start_time(pid: int) -> float | None:
     """The start time of process `pid` in clock ticks since boot (Linux), else None."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
@@ -34,20 +34,28 @@ def _start_time(pid: int) -> float | None:
         return None
 
 
-def _alive(holder: dict) -> bool:
-    """Whether the holder of a lock on this host still runs (the same process, not a later
-    one that was given its pid)."""
-    pid = holder.get("pid")
-    if not isinstance(pid, int) or pid <= 0:
+def alive(pid, started=None) -> bool:
+    """Whether process `pid` of this host still runs and is the process that started at
+    `started` (`start_time`; None: not known), not a later one that was given its pid."""
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
         return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True
-    started, now = holder.get("started"), _start_time(pid)
+        pass
+    now = start_time(pid)
     return started is None or now is None or started == now
+
+
+def host() -> str:
+    return socket.gethostname()
+
+
+def _alive(holder: dict) -> bool:
+    """Whether the holder of a lock on this host still runs."""
+    return alive(holder.get("pid"), holder.get("started"))
 
 
 def _read(lock: str) -> dict | None:
@@ -85,7 +93,7 @@ def acquire(path: str | os.PathLike) -> dict:
     """Take the lock of `path` or raise `LockedError`; returns the holder record (pass it to
     `release`)."""
     lock = os.fspath(path) + SUFFIX
-    me = {"pid": os.getpid(), "host": socket.gethostname(), "started": _start_time(os.getpid()),
+    me = {"pid": os.getpid(), "host": host(), "started": start_time(os.getpid()),
           "since": time.time(), "token": uuid.uuid4().hex}
     for _ in range(3):
         if _create(lock, me):
