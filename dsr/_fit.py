@@ -23,7 +23,7 @@ from ._fit_setup import default_optimizer as default_optimizer
 from ._fit_setup import make_plan
 from ._regularization import Regularization
 from ._schedule import AbstractSchedule
-from ._sharding import is_writer
+from ._sharding import is_writer, to_host
 from ._signals import interrupt_on_sigterm
 from ._solver import AbstractSolver
 from ._trainer import Trainer
@@ -98,7 +98,7 @@ def _loop(trainer: Trainer, bar) -> bool:
     steps, K = trainer.plan.steps, trainer.plan.n_members
     try:
         while int(trainer.state.step) < steps:
-            if not np.any(np.asarray(trainer.state.active)[:K]):
+            if not np.any(to_host(trainer.state.active)[:K]):
                 _warn_all_stopped(trainer)
                 break
             row = trainer.step()
@@ -132,7 +132,7 @@ def _warn_all_stopped(trainer):
 def _result(trainer: Trainer, interrupted: bool) -> FitResult:
     p, K = trainer.plan, trainer.plan.n_members
     hist = trainer.history.arrays(squeeze=not p.is_ensemble)
-    state = jax.tree_util.tree_map(np.asarray, (trainer.state.alpha, trainer.state.active))
+    state = to_host((trainer.state.alpha, trainer.state.active))  # (gathered from every process)
     alpha, active = state[0][:K], state[1][:K]
     skipped = int(np.sum(~hist["applied"])) if hist["applied"].size else 0
     if skipped:

@@ -191,7 +191,7 @@ class Trainer:
             k_stsp, k_h = eval_keys(i if p.is_ensemble else None)
             values[k_stsp], values[k_h] = sc["D_stsp"][i], sc["D_H"][i]
         self.history.add_eval(done, values)
-        self.best = update_best(self.best, self.state.model, score, done)
+        self.best = update_best(self.best, to_host(self.state.model), score, done)
         self.validation_time += time.perf_counter() - t0
 
     def monitor(self, done: int) -> None:
