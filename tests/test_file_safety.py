@@ -8,7 +8,6 @@ multi-process ones are `-m slow`.
 """
 
 import errno
-import hashlib
 import json
 import os
 import signal
@@ -342,7 +341,8 @@ def test_temporary_clean_up_removes_only_provably_dead_writers_files(tmp_path):
     # the writer's own temporary names it: host, pid, start time
     _io.write_bytes(target, b"x")
     name = _io._tmp_name(str(target))
-    assert name.startswith(f".run.ckpt.tmp-{me}-{os.getpid()}-{int(_lock.start_time(os.getpid()))}-")
+    started = int(_lock.start_time(os.getpid()))
+    assert name.startswith(f".run.ckpt.tmp-{me}-{os.getpid()}-{started}-")
 
 
 # ---------------------------------------------------------------------------- 4. links, identity
