@@ -3,8 +3,10 @@
 **Writer** (`atomic_write`): the bytes go to a temporary file in the target's folder
 (created with mode 0644, so the umask applies as for any new file), are flushed and
 `fsync`ed, and replace the target by `os.replace`; then the folder is `fsync`ed, so after a
-crash the target is either the old or the new file, never a mix. Temporary files left by a killed writer (their
-process is gone) are removed the next time the same target is written.
+crash the target is either the old or the new file, never a mix. A temporary is named after
+its writer (host, pid, process start time, token: `_lock.temporary_name`); those of a writer
+of this host that provably no longer runs are removed the next time the same target is
+written, and no other file is.
 
 **Container** (`write_container` / `read_container`), used for models, ensembles and
 checkpoints::
@@ -25,7 +27,6 @@ import hashlib
 import json
 import os
 import re
-import secrets
 import stat
 from collections.abc import Callable, Iterable
 
@@ -47,48 +48,18 @@ class FileFormatError(ValueError):
     A `ValueError` whose message names the file and what is wrong."""
 
 
-def _tmp_prefix(path: str) -> str:
-    return f".{os.path.basename(path)}.tmp-"
+def _tmp_name(path: str) -> str:
+    return _lock.temporary_name(path)
 
 
 def _host_tag() -> str:
-    return hashlib.sha256(_lock.host().encode()).hexdigest()[:8]
-
-
-def _tmp_name(path: str) -> str:
-    """`.<name>.tmp-<host>-<pid>-<start>-<token>`: the writer's host (a hash of its name),
-    pid and process start time (0: unknown), so a clean-up can prove whose it is."""
-    pid = os.getpid()
-    started = int(_lock.start_time(pid) or 0)
-    return f"{_tmp_prefix(path)}{_host_tag()}-{pid}-{started}-{secrets.token_hex(4)}"
+    return _lock.host_tag()
 
 
 def clean_stale_temporaries(path: str) -> list[str]:
-    """Remove temporary files of `atomic_write(path, ...)` whose writer is provably gone: a
-    process of this host (its host tag) that no longer runs (its pid is free, or belongs to
-    a process started later). Files of other hosts, of running processes (this one
-    included) and any name of another form are never touched."""
-    folder = os.path.dirname(os.path.abspath(path)) or "."
-    pattern = re.compile(re.escape(_tmp_prefix(path)) + r"([0-9a-f]{8})-(\d{1,10})-(\d{1,20})-"
-                         r"[0-9a-f]{8}")
-    removed, me = [], _host_tag()
-    try:
-        names = os.listdir(folder)
-    except OSError:
-        return removed
-    for name in names:
-        m = pattern.fullmatch(name)
-        if not m or m.group(1) != me:
-            continue
-        pid, started = int(m.group(2)), int(m.group(3))
-        if pid == os.getpid() or _lock.alive(pid, started or None):
-            continue
-        try:
-            os.remove(os.path.join(folder, name))
-            removed.append(name)
-        except OSError:
-            pass
-    return removed
+    """Remove temporary files of `atomic_write(path, ...)` whose writer is provably gone (see
+    `_lock.clean_stale_temporaries`: only this host's, of processes that no longer run)."""
+    return _lock.clean_stale_temporaries(path)
 
 
 def fsync_folder(folder: str) -> None:

@@ -289,6 +289,32 @@ def test_a_second_fit_on_a_locked_checkpoint_refuses_naming_the_holder(base, tmp
     assert not os.path.exists(ck + ".lock")
 
 
+def test_a_lock_appears_complete_or_not_at_all(tmp_path, monkeypatch):
+    """A writer stopped between writing the lock's content and linking it into place leaves
+    no lock (and its temporary is removed); without hard links, `O_EXCL` is used."""
+    path = tmp_path / "run.ckpt"
+
+    def stopped(src, dst):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "link", stopped)
+    with pytest.raises(KeyboardInterrupt):
+        _lock.acquire(path)
+    assert os.listdir(tmp_path) == []
+    left = tmp_path / f".run.ckpt.lock.tmp-{_io._host_tag()}-{_dead_pid()}-0-0123abcd"
+    left.write_bytes(b"{}")  # as SIGKILL at that point would leave it
+
+    def no_links(src, dst):
+        raise OSError(errno.EPERM, "Operation not permitted")
+
+    monkeypatch.setattr(os, "link", no_links)
+    with _lock.exclusive(path):
+        holder = json.loads(open(str(path) + ".lock").read())
+        assert holder["pid"] == os.getpid() and holder["host"] == socket.gethostname()
+        assert os.listdir(tmp_path) == ["run.ckpt.lock"]  # the dead writer's temporary: gone
+    assert os.listdir(tmp_path) == []
+
+
 def test_processes_other_than_0_never_touch_the_files(base, tmp_path, monkeypatch):
     ck0 = copy_checkpoint(base, tmp_path)
     with open(ck0 + ".history", "ab") as f:
