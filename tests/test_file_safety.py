@@ -45,11 +45,13 @@ def _rewrite(path, kind, header, payload):
     _io.write_container(path, kind, header, payload)
 
 
-def _one_line_error(call, match, exc=dsr.FileFormatError):
+def _one_line_error(call, match, exc=dsr.FileFormatError, limit=2.0):
+    """`call()` raises `exc` with a one-line message matching `match`, quickly (nothing big
+    allocated or compiled; `limit` in seconds)."""
     t = time.perf_counter()
     with pytest.raises(exc, match=match) as e:
         call()
-    assert time.perf_counter() - t < 1.0
+    assert time.perf_counter() - t < limit
     assert "\n" not in str(e.value)
     return e.value
 
@@ -138,11 +140,13 @@ def test_crafted_checkpoint_header_is_rejected_before_allocating(base, tmp_path)
     good = dict(header, history=dict(header["history"]))
     header["history"]["bytes"] = 10**16  # the history extent: checked against the file size
     _rewrite(ck, "checkpoint", header, payload)
-    _one_line_error(lambda: fit(resume=ck, checkpoint=ck), "does not match its checkpoint")
+    _one_line_error(lambda: fit(resume=ck, checkpoint=ck), "does not match its checkpoint",
+                    limit=5.0)  # (after the optimizer's initial state: eager, slow on a busy CPU)
     # a payload for another structure: each array header is checked against the call's
     other = _serialization.serialize((make_model(4), 0))
     _rewrite(ck, "checkpoint", good, other)
-    _one_line_error(lambda: fit(resume=ck, checkpoint=ck), "stored arrays do not match")
+    _one_line_error(lambda: fit(resume=ck, checkpoint=ck), "stored arrays do not match",
+                    limit=5.0)
     _rewrite(ck, "checkpoint", good, payload)
     assert fit(resume=ck, checkpoint=ck).history["loss"].shape == (STEPS,)
 
