@@ -496,19 +496,20 @@ def test_jax_distributed_two_processes_write_one_checkpoint_and_resume_reproduce
 def test_two_fit_processes_on_one_checkpoint_the_second_refuses(tmp_path):
     """A checkpointing `fit` running in another process: `fit` here on its checkpoint
     refuses at once naming it; the first finishes and equals the uninterrupted run."""
-    steps = 200
-    ck, out = tmp_path / "run.ckpt", tmp_path / "out.npz"
-    env = dict(os.environ, JAX_PLATFORMS="cpu",
+    steps = 40
+    ck, out, go = tmp_path / "run.ckpt", tmp_path / "out.npz", tmp_path / "go"
+    env = dict(os.environ, JAX_PLATFORMS="cpu", FAULT_WORKER_WAIT=str(go),
                PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]))
     p = subprocess.Popen([sys.executable, os.path.join(HERE, "fault_worker.py"), str(ck),
                           str(out), str(steps), str(tmp_path / "cache")], env=env,
                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
-        for _ in range(2):  # after "step 2", the checkpoint of step 1 is on disk
-            assert p.stdout.readline().startswith("step")
+        for _ in range(2):  # after "step 2", the checkpoint of step 1 is on disk (and the
+            assert p.stdout.readline().startswith("step")  # worker waits for `go`)
         for kw in (dict(resume=ck, checkpoint=ck), dict(checkpoint=ck)):
             with pytest.raises(_lock.LockedError, match=f"in use by process {p.pid}"):
                 fit(steps=steps, **kw)
+        go.write_bytes(b"")
         rest = p.stdout.read()
         assert p.wait(timeout=600) == 0 and "done" in rest
     finally:
