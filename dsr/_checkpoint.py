@@ -37,6 +37,12 @@ def history_path(path: str) -> str:
     return os.fspath(path) + ".history"
 
 
+def identity(path) -> str:
+    """What makes two checkpoint paths the same file: the real path (links, `..` and
+    relative paths resolved)."""
+    return os.path.realpath(os.fspath(path))
+
+
 def structure(model, lead: int | None = None) -> list[str]:
     """The class and the dtype and shape of every array of a stacked model, as text
     (`lead`: the member axis to prepend, for a model that is not stacked)."""
@@ -152,10 +158,11 @@ def _structure_difference(stored, current) -> str:
 
 
 def restore(path: str, header: dict, payload: bytes, like_state, n_members: int,
-            like_best=None):
+            like_best=None, truncate: bool = True):
     """`(state, history, best)` from a verified checkpoint; `like_state` (and `like_best`, the
     validation's best parameters, scores and steps) give the structure; `best` is None for a
-    checkpoint written without validation."""
+    checkpoint written without validation. `truncate`: cut the history file to what the
+    checkpoint covers (only for the file this run writes next, under its lock)."""
     best = None
     if header.get("best"):
         if like_best is None:
@@ -170,7 +177,7 @@ def restore(path: str, header: dict, payload: bytes, like_state, n_members: int,
     h = header.get("history")
     if not isinstance(h, dict) or not isinstance(h.get("fields"), list):
         raise FileFormatError(f"{path!r}: the header has no history record.")
-    history = History.restore(history_path(path), tuple(h["fields"]), n_members, h)
+    history = History.restore(history_path(path), tuple(h["fields"]), n_members, h, truncate)
     if len(history) != int(header["step"]) or int(state.step) != int(header["step"]):
         raise FileFormatError(f"{path!r}: {len(history)} history rows and a state at step "
                               f"{int(state.step)} for step {header['step']}.")

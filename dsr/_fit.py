@@ -15,12 +15,15 @@ import jax
 import numpy as np
 import optax
 
+from . import _lock
 from ._alpha import AbstractAlpha
+from ._checkpoint import identity, read_header
 from ._ensemble import Ensemble
 from ._fit_setup import default_optimizer as default_optimizer
 from ._fit_setup import make_plan
 from ._regularization import Regularization
 from ._schedule import AbstractSchedule
+from ._sharding import is_writer, to_host
 from ._signals import interrupt_on_sigterm
 from ._solver import AbstractSolver
 from ._trainer import Trainer
@@ -90,11 +93,12 @@ def _show(bar, row, done, steps):
 
 def _loop(trainer: Trainer, bar) -> bool:
     """Train to the end and save the final checkpoint; returns whether it was interrupted
-    (Ctrl-C / SIGTERM at any point, the final save included, saves the state reached)."""
+    (Ctrl-C / SIGTERM at any point, the final save included, saves the state reached). Any
+    other exception saves the state reached too, then propagates."""
     steps, K = trainer.plan.steps, trainer.plan.n_members
     try:
         while int(trainer.state.step) < steps:
-            if not np.any(np.asarray(trainer.state.active)[:K]):
+            if not np.any(to_host(trainer.state.active)[:K]):
                 _warn_all_stopped(trainer)
                 break
             row = trainer.step()
@@ -111,6 +115,9 @@ def _loop(trainer: Trainer, bar) -> bool:
             if trainer.checkpoint_path else ""
         warnings.warn(f"fit interrupted after {done} steps{where}", stacklevel=3)
         return True
+    except BaseException as e:
+        trainer.save_after_error(e)
+        raise
     return False
 
 
@@ -125,7 +132,7 @@ def _warn_all_stopped(trainer):
 def _result(trainer: Trainer, interrupted: bool) -> FitResult:
     p, K = trainer.plan, trainer.plan.n_members
     hist = trainer.history.arrays(squeeze=not p.is_ensemble)
-    state = jax.tree_util.tree_map(np.asarray, (trainer.state.alpha, trainer.state.active))
+    state = to_host((trainer.state.alpha, trainer.state.active))  # (gathered from every process)
     alpha, active = state[0][:K], state[1][:K]
     skipped = int(np.sum(~hist["applied"])) if hist["applied"].size else 0
     if skipped:
@@ -208,10 +215,17 @@ def fit(
     - `regularization`: a `dsr.Regularization` (MAR, L1(B), L2(B)); `inputs`: external
       inputs aligned with `data`; `key`: PRNG key (same key ⇒ same run).
     - `progress`: tqdm bar (loss, or median loss and the worst member; α; Newton iterations).
-    - `checkpoint`: file, written every `checkpoint_every` updates, at the end and on
-      Ctrl-C / SIGTERM (its history goes to `<checkpoint>.history`); an existing file that is
-      not a dsr checkpoint is never overwritten. `resume`: a checkpoint to continue from —
-      bit-exactly, if model, data and settings are the checkpoint's. The model, the data
+    - `checkpoint`: file, written every `checkpoint_every` updates, at the end, on
+      Ctrl-C / SIGTERM and before any other exception leaves the training loop (which is then
+      re-raised); its history goes to `<checkpoint>.history`. An existing file that is not a
+      dsr checkpoint is never overwritten, and a symbolic link at either path is refused. The
+      run holds a lock (`<checkpoint>.lock`), so a second `fit` on the same file refuses,
+      naming the process that writes it. Under `jax.distributed` only process 0 writes it
+      (and its history and lock); the others never touch the files.
+    - `resume`: a checkpoint to continue from —
+      bit-exactly, if model, data and settings are the checkpoint's. Without `checkpoint`,
+      the run keeps writing to the resumed file (unless it is read-only or a link: then it
+      warns that no checkpoint is saved). The model, the data
       and `steps` ≥ the checkpoint's step are checked before anything is compiled; for the
       other settings `resume_settings` says what happens when they differ: `"check"` (an
       error listing the differences), `"checkpoint"` (continue with the stored settings —
@@ -250,13 +264,34 @@ def fit(
     """
     kwargs = dict(locals())
     kwargs.pop("model"), kwargs.pop("data"), kwargs.pop("alpha")
-    trainer = Trainer(make_plan(model, data, alpha, **kwargs))
-    trainer.start()
-    bar = _progress_bar(trainer, progress)
+    plan = make_plan(model, data, alpha, **kwargs)
+    ckpt = plan.options["checkpoint"]
+    with _lock.exclusive(identity(ckpt) if ckpt is not None else None,
+                         enabled=ckpt is not None and is_writer()):
+        plan = _replan_if_changed(plan, model, data, alpha, kwargs)
+        trainer = Trainer(plan)
+        trainer.start()
+        bar = _progress_bar(trainer, progress)
+        try:
+            with interrupt_on_sigterm():
+                interrupted = _loop(trainer, bar)
+        finally:
+            if bar is not None:
+                bar.close()
+        return _result(trainer, interrupted)
+
+
+def _replan_if_changed(plan, model, data, alpha, kwargs):
+    """The plan again if the checkpoint it resumes was rewritten between planning and
+    taking the lock (by a writer that has finished since)."""
+    resume = plan.options["resume"]
+    if resume is None:
+        return plan
+    path, header, payload = resume
     try:
-        with interrupt_on_sigterm():
-            interrupted = _loop(trainer, bar)
-    finally:
-        if bar is not None:
-            bar.close()
-    return _result(trainer, interrupted)
+        now = read_header(path)
+    except ValueError:
+        now = None
+    if now == (header, payload):
+        return plan
+    return make_plan(model, data, alpha, **kwargs)

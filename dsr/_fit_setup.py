@@ -15,7 +15,8 @@ import numpy as np
 import optax
 
 from ._alpha import AbstractAlpha, as_alpha
-from ._checkpoint import check_compatible, differences, read_header, stored_arguments, structure
+from ._checkpoint import (check_compatible, differences, history_path, identity, read_header,
+                          stored_arguments, structure)
 from ._checks import (ArgumentTypeError, check_bool, check_choice, check_int, check_key,
                       check_optional_int, check_path, check_real)
 from ._config import describe_optimizer, from_config, to_config
@@ -24,7 +25,7 @@ from ._io import read_kind
 from ._regularization import Regularization
 from ._schedule import AbstractSchedule, CosineDecay
 from ._serialization import model_spec
-from ._sharding import Placement, resolve_devices
+from ._sharding import Placement, is_writer, resolve_devices
 from ._solver import resolve_solver
 from ._train_step import StepConfig
 from ._validation import Validation, make_validation
@@ -151,13 +152,24 @@ def _check_files(checkpoint, resume, resume_settings):
     if os.path.isdir(path):
         raise ValueError(f"`checkpoint`: {path!r} is a folder; give a file name, e.g. "
                          f"{os.path.join(path, 'fit.ckpt')!r}.")
-    if path != resume and os.path.exists(path):
+    for p in (path, history_path(path)):
+        if os.path.islink(p):
+            raise ValueError(f"`checkpoint`: {p!r} is a symbolic link; dsr does not write "
+                             f"through links (give the file itself, "
+                             f"{os.path.realpath(p)!r}, or remove the link).")
+        if os.path.exists(p) and not os.path.isfile(p):
+            raise ValueError(f"`checkpoint`: {p!r} exists and is not a regular file.")
+    same = resume is not None and identity(path) == identity(resume)
+    if not same and os.path.exists(path):
         if read_kind(path) != "checkpoint":
             raise ValueError(f"`checkpoint`: {path!r} exists and is not a dsr checkpoint; "
                              "refusing to overwrite it (delete it or choose another file name).")
-        warnings.warn(f"`checkpoint`: {path!r} holds the checkpoint of an earlier run, which "
-                      f"this run overwrites (pass resume={path!r} to continue that run).",
-                      stacklevel=5)
+        if is_writer():
+            warnings.warn(f"`checkpoint`: {path!r} holds the checkpoint of an earlier run, "
+                          f"which this run overwrites (pass resume={path!r} to continue that "
+                          "run).", stacklevel=5)
+    if not is_writer():  # under jax.distributed only process 0 writes (or creates) files
+        return
     folder = os.path.dirname(os.path.abspath(path))
     try:
         os.makedirs(folder, exist_ok=True)
@@ -166,6 +178,29 @@ def _check_files(checkpoint, resume, resume_settings):
             from None
     if not os.access(folder, os.W_OK):
         raise ValueError(f"`checkpoint`: folder {folder!r} is not writable.")
+
+
+def default_checkpoint(checkpoint, resume):
+    """`checkpoint`, or — when only `resume` is given — the resumed file, which the run
+    keeps writing; unless that file cannot be written safely (a link, read-only): then None,
+    with a warning that this run saves no checkpoint."""
+    if checkpoint is not None or resume is None:
+        return checkpoint
+    path = check_path("resume", resume)
+    if not os.path.isfile(path) or not is_writer():
+        return path  # (an error later if it is missing; other processes never write)
+    hist = history_path(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    why = None
+    if os.path.islink(path) or os.path.islink(hist):
+        why = "it (or its history) is a symbolic link"
+    elif not (os.access(path, os.W_OK) and os.access(folder, os.W_OK)):
+        why = "it (or its folder) is not writable"
+    if why is None:
+        return path
+    warnings.warn(f"`resume`: {os.fspath(path)!r} is continued without a checkpoint because "
+                  f"{why}; pass `checkpoint=` to save this run.", stacklevel=4)
+    return None
 
 
 def _data(one, data, inputs, dtype, seq_len):
@@ -305,6 +340,7 @@ def _reconcile(path, header: dict, call: Call, model, data, kw) -> Call:
 def make_plan(model, data, alpha, **kw) -> Plan:
     """Validate every argument of `fit`, check a checkpoint to resume against them (nothing
     is compiled yet) and build the plan."""
+    kw = dict(kw, checkpoint=default_checkpoint(kw["checkpoint"], kw["resume"]))
     call = _validate(model, data, alpha, kw)
     resume = None
     if kw["resume"] is not None:

@@ -18,7 +18,7 @@ import os
 
 import numpy as np
 
-from ._io import FileFormatError, fsync_folder
+from ._io import NOFOLLOW, FileFormatError, fsync_folder
 
 _ROW, _EVAL = b"R", b"E"
 _HEAD_MAX = 1 << 16
@@ -80,7 +80,7 @@ class History:
         """`_saved` for the file `path` (nothing saved if it is another file), cut back to
         the first `total` records."""
         file, n, size, digest = self._saved
-        if file != os.path.abspath(path):
+        if file != os.path.realpath(path):
             return 0, 0, hashlib.sha256()
         if n > total:  # records were dropped after being saved: rehash
             n = total
@@ -96,7 +96,7 @@ class History:
         n, size, digest = self._saved_prefix(path, total)
         head = self._header()
         created = not os.path.exists(path)
-        with os.fdopen(os.open(path, os.O_RDWR | os.O_CREAT, 0o644), "r+b") as f:
+        with os.fdopen(open_for_writing(path, os.O_RDWR | os.O_CREAT), "r+b") as f:
             if n and (os.fstat(f.fileno()).st_size < len(head) + size or f.read(len(head))
                       != head):  # the file was replaced or cut: write it anew
                 n, size, digest = 0, 0, hashlib.sha256()
@@ -113,25 +113,36 @@ class History:
             fsync_folder(os.path.dirname(os.path.abspath(path)))
         digest = digest.copy()
         digest.update(body)
-        self._saved = (os.path.abspath(path), total, size + len(body), digest)
+        self._saved = (os.path.realpath(path), total, size + len(body), digest)
         return {"bytes": size + len(body), "sha256": digest.hexdigest(), "rows": len(self.rows),
                 "evals": len(self.evals)}
 
     @classmethod
-    def restore(cls, path: str, fields, n_members: int, record: dict) -> History:
-        """The history a checkpoint covers (`record`: what `flush` returned), verified; the
-        file is cut to it so later appends continue it."""
+    def restore(cls, path: str, fields, n_members: int, record: dict,
+                truncate: bool = True) -> History:
+        """The history a checkpoint covers (`record`: what `flush` returned), verified; with
+        `truncate` (the caller writes this file next, holding its lock) the file is cut to it
+        so later appends continue it. The extent is checked against the file's size before
+        anything is read."""
         size = _record_field(path, record, "bytes", int)
         try:
             with open(path, "rb") as f:
                 head = f.readline(_HEAD_MAX)
+                if size < 0 or len(head) + size > os.fstat(f.fileno()).st_size:
+                    raise FileFormatError(
+                        f"{path!r}: the history file does not match its checkpoint (expected "
+                        f"{size} bytes of records, the file has fewer).")
                 body = f.read(size)
         except OSError as e:
             raise FileFormatError(f"{path!r}: the checkpoint's history file cannot be read "
                                   f"({e.strerror}).") from None
         h = cls.verified(path, head, body, fields, n_members, record)
-        with open(path, "r+b") as f:
-            f.truncate(len(head) + size)
+        if truncate:
+            fd = open_for_writing(path, os.O_WRONLY)
+            try:
+                os.ftruncate(fd, len(head) + size)
+            finally:
+                os.close(fd)
         return h
 
     @classmethod
@@ -152,7 +163,7 @@ class History:
         if (len(h.rows), len(h.evals)) != (rows, evals):
             raise FileFormatError(f"{path!r}: {len(h.rows)} rows and {len(h.evals)} results "
                                   f"in the history; the checkpoint expects {rows} and {evals}.")
-        h._saved = (os.path.abspath(path), len(h._records), size, hashlib.sha256(body))
+        h._saved = (os.path.realpath(path), len(h._records), size, hashlib.sha256(body))
         return h
 
     def _parse(self, path: str, body: bytes) -> None:
@@ -193,6 +204,18 @@ class History:
             out[name] = col[0] if squeeze or name == "wall_time" else col
         out["eval"] = list(self.evals)
         return out
+
+
+def open_for_writing(path: str, flags: int) -> int:
+    """`os.open(path, flags | O_NOFOLLOW)`: a symbolic link planted at `path` is an error,
+    never followed (so its target is not truncated or written)."""
+    try:
+        return os.open(path, flags | NOFOLLOW, 0o644)
+    except OSError as e:
+        if os.path.islink(path):
+            raise ValueError(f"{path!r} is a symbolic link; dsr does not write through links "
+                             f"(remove it, or choose another checkpoint file).") from None
+        raise
 
 
 def _record_field(path, record, key, kind):

@@ -3,8 +3,10 @@
 **Writer** (`atomic_write`): the bytes go to a temporary file in the target's folder
 (created with mode 0644, so the umask applies as for any new file), are flushed and
 `fsync`ed, and replace the target by `os.replace`; then the folder is `fsync`ed, so after a
-crash the target is either the old or the new file, never a mix. Temporary files left by a killed writer (their
-process is gone) are removed the next time the same target is written.
+crash the target is either the old or the new file, never a mix. A temporary is named after
+its writer (host, pid, process start time, token: `_lock.temporary_name`); those of a writer
+of this host that provably no longer runs are removed the next time the same target is
+written, and no other file is.
 
 **Container** (`write_container` / `read_container`), used for models, ensembles and
 checkpoints::
@@ -25,12 +27,17 @@ import hashlib
 import json
 import os
 import re
-import secrets
+import stat
 from collections.abc import Callable, Iterable
+
+from . import _lock
 
 MAGIC = b"DSR1"
 FORMAT_VERSION = 1
+NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _FIRST_LINE_MAX = 256
+#: The largest header a reader accepts (a checkpoint's is a few kB).
+HEADER_MAX = 1 << 24
 _DIGITS = re.compile(rb"0|[1-9][0-9]{0,15}")
 _HEX = re.compile(rb"[0-9a-f]{64}")
 
@@ -41,38 +48,18 @@ class FileFormatError(ValueError):
     A `ValueError` whose message names the file and what is wrong."""
 
 
-def _tmp_prefix(path: str) -> str:
-    return f".{os.path.basename(path)}.tmp-"
+def _tmp_name(path: str) -> str:
+    return _lock.temporary_name(path)
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+def _host_tag() -> str:
+    return _lock.host_tag()
 
 
 def clean_stale_temporaries(path: str) -> list[str]:
-    """Remove temporary files of `atomic_write(path, ...)` whose writer process is gone."""
-    folder = os.path.dirname(os.path.abspath(path)) or "."
-    prefix = _tmp_prefix(path)
-    removed = []
-    try:
-        names = os.listdir(folder)
-    except OSError:
-        return removed
-    for name in names:
-        m = re.fullmatch(re.escape(prefix) + r"(\d+)-[0-9a-f]+", name)
-        if m and not _pid_alive(int(m.group(1))):
-            try:
-                os.remove(os.path.join(folder, name))
-                removed.append(name)
-            except OSError:
-                pass
-    return removed
+    """Remove temporary files of `atomic_write(path, ...)` whose writer is provably gone (see
+    `_lock.clean_stale_temporaries`: only this host's, of processes that no longer run)."""
+    return _lock.clean_stale_temporaries(path)
 
 
 def fsync_folder(folder: str) -> None:
@@ -98,9 +85,10 @@ def atomic_write(path: str | os.PathLike, write: Callable) -> None:
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
     clean_stale_temporaries(path)
-    tmp = os.path.join(folder, f"{_tmp_prefix(path)}{os.getpid()}-{secrets.token_hex(4)}")
+    tmp = os.path.join(folder, _tmp_name(path))
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW
     try:
-        with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644), "wb") as f:
+        with os.fdopen(os.open(tmp, flags, 0o644), "wb") as f:
             write(f)
             f.flush()
             os.fsync(f.fileno())
@@ -137,18 +125,33 @@ def write_container(path: str | os.PathLike, kind: str, header: dict, payload: b
 
 
 def read_container(path: str | os.PathLike, kinds: Iterable[str]) -> tuple[dict, bytes]:
-    """Read and verify a container; `kinds`: the kinds the caller accepts."""
+    """Read and verify a container; `kinds`: the kinds the caller accepts. The lengths in
+    the first line are checked against the file's size (and the header's against
+    `HEADER_MAX`) before the rest is read, so a damaged length never allocates."""
     path = os.fspath(path)
     if os.path.isdir(path):
         raise FileFormatError(f"{path!r} is a folder, not a dsr file.")
     try:
         with open(path, "rb") as f:
-            data = f.read()
+            size = os.fstat(f.fileno())
+            if not stat.S_ISREG(size.st_mode):
+                raise FileFormatError(f"{path!r} is not a regular file.")
+            head = f.read(_FIRST_LINE_MAX)
+            start, hlen, plen, *_ = _first_line(path, head)
+            _check_extent(path, start, hlen, plen, size.st_size)
+            data = head + f.read(size.st_size - len(head) + 1)
     except FileNotFoundError:
         raise FileFormatError(f"{path!r}: no such file.") from None
     except OSError as e:
         raise FileFormatError(f"{path!r} cannot be read: {e.strerror}.") from None
     return decode_container(path, data, kinds)
+
+
+def _check_extent(path: str, start: int, hlen: int, plen: int, size: int) -> None:
+    """The header and payload lengths of the first line against the file's `size`."""
+    if start + hlen + 1 + plen != size:
+        raise FileFormatError(f"{path!r} is truncated or has extra bytes: expected a "
+                              f"{hlen}-byte header and a {plen}-byte payload.")
 
 
 def decode_container(path: str, data: bytes, kinds: Iterable[str]) -> tuple[dict, bytes]:
@@ -171,7 +174,11 @@ def _first_line(path: str, data: bytes) -> tuple[int, int, int, bytes, bytes]:
     if not (_DIGITS.fullmatch(fields[1]) and _DIGITS.fullmatch(fields[3])
             and _HEX.fullmatch(fields[2]) and _HEX.fullmatch(fields[4])):
         raise FileFormatError(f"{path!r}: damaged header line (the file is damaged).")
-    return end + 1, int(fields[1]), int(fields[3]), fields[2], fields[4]
+    hlen = int(fields[1])
+    if hlen > HEADER_MAX:
+        raise FileFormatError(f"{path!r}: the header line gives a header of {hlen} bytes, "
+                              f"beyond the {HEADER_MAX >> 20} MiB limit (the file is damaged).")
+    return end + 1, hlen, int(fields[3]), fields[2], fields[4]
 
 
 def _parse_header(path: str, hbytes: bytes, digest: bytes) -> dict:
@@ -207,10 +214,10 @@ def read_kind(path: str | os.PathLike) -> str | None:
     path = os.fspath(path)
     try:
         with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
             head = f.read(_FIRST_LINE_MAX)
-            start, hlen, *_, hsha, _ = _first_line(path, head)
-            if start + hlen > os.fstat(f.fileno()).st_size:  # read no more than is there
-                return None
+            start, hlen, plen, hsha, _ = _first_line(path, head)
+            _check_extent(path, start, hlen, plen, size)
             f.seek(start)
             return _parse_header(path, f.read(hlen), hsha).get("kind")
     except (OSError, FileFormatError):

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import os
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from ._checks import ArgumentTypeError, check_path
 from ._ensemble import Ensemble
@@ -52,21 +54,50 @@ def model_spec(model) -> dict | None:
     return dict(spec, members=members)
 
 
-def skeleton(spec: dict, path: str = "<file>"):
-    """A model (or ensemble) of the saved structure; its values are then overwritten."""
+def skeleton(spec: dict, path: str = "<file>", payload_bytes: int | None = None):
+    """The structure a header describes, as a model (or ensemble) of `jax.ShapeDtypeStruct`
+    leaves: built abstractly (`eqx.filter_eval_shape`), so nothing is allocated. With
+    `payload_bytes`, the arrays' size (members × parameters × dtype size) must fit in it."""
     try:
         cls = _CLASSES[spec["class"]]
         hp = dict(spec["hyperparameters"])
         dtype = jnp.dtype(hp.pop("dtype"))
+        members = spec.get("members")
+        if members is not None and (not isinstance(members, int) or isinstance(members, bool)
+                                    or members < 1):
+            raise ValueError(f"members: {members!r}")
         make = lambda k: cls(**hp, key=k, dtype=dtype)  # noqa: E731
-        if spec.get("members") is None:
-            return make(jax.random.key(0))
-        return Ensemble(eqx.filter_vmap(make)(jax.random.split(jax.random.key(0),
-                                                               spec["members"])),
-                        spec["members"])
-    except (KeyError, TypeError, ValueError) as e:
+
+        def build():
+            if members is None:
+                return make(jax.random.key(0))
+            return Ensemble(eqx.filter_vmap(make)(jax.random.split(jax.random.key(0),
+                                                                   members)), members)
+
+        like = eqx.filter_eval_shape(build)
+    except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as e:
         raise FileFormatError(f"{path!r}: the header does not describe a dsr model ({e}).") \
             from None
+    if payload_bytes is not None:
+        need = array_bytes(like, dtype)
+        if need > payload_bytes:
+            raise FileFormatError(f"{path!r}: the header describes {need} bytes of arrays but "
+                                  f"the payload has {payload_bytes} (the file is damaged or "
+                                  "not written by dsr).")
+    return like
+
+
+def array_bytes(tree, dtype=None) -> int:
+    """The bytes of the arrays of `tree` (abstract or not); floating arrays counted in
+    `dtype` when given (the file's, which JAX may narrow without x64)."""
+    total = 0
+    for x in jax.tree_util.tree_leaves(tree):
+        if eqx.is_array(x) or isinstance(x, jax.ShapeDtypeStruct):
+            item = x.dtype.itemsize
+            if dtype is not None and jnp.issubdtype(x.dtype, jnp.inexact):
+                item = max(item, jnp.dtype(dtype).itemsize)
+            total += math.prod(x.shape) * item
+    return total
 
 
 def serialize(tree) -> bytes:
@@ -75,13 +106,48 @@ def serialize(tree) -> bytes:
     return buf.getvalue()
 
 
-def deserialize(payload: bytes, like, path: str):
-    """`like` with its arrays read from `payload`; a mismatch is a `FileFormatError`."""
+_NUMERIC = "biufc"
+
+
+def _checked_leaf(f, x):
+    """Read one leaf as `eqx.default_deserialise_filter_spec` does, after checking its
+    `.npy` header: the shape `x` has and a numeric dtype whose bytes the payload holds — so
+    a damaged or crafted payload never allocates more than its own size."""
+    if not (eqx.is_array(x) or isinstance(x, jax.ShapeDtypeStruct)):
+        return eqx.default_deserialise_filter_spec(f, x)
+    at = f.tell()
     try:
-        return eqx.tree_deserialise_leaves(io.BytesIO(payload), like)
+        version = np.lib.format.read_magic(f)
+        read = {(1, 0): np.lib.format.read_array_header_1_0,
+                (2, 0): np.lib.format.read_array_header_2_0}[version]
+        shape, _, dtype = read(f)  # (numpy bounds the header's length)
+    except Exception as e:  # numpy raises ValueError or others for a damaged header
+        raise ValueError(f"a damaged array header ({e})") from None
+    left = len(f.getbuffer()) - f.tell()
+    if dtype.kind not in _NUMERIC or tuple(shape) != tuple(x.shape):
+        raise ValueError(f"an array of shape {tuple(shape)} and dtype {dtype} where the "
+                         f"header gives shape {tuple(x.shape)}")
+    if math.prod(shape) * dtype.itemsize > left:
+        raise ValueError(f"an array of {math.prod(shape) * dtype.itemsize} bytes in the "
+                         f"{left} bytes left")
+    f.seek(at)
+    return eqx.default_deserialise_filter_spec(f, x)
+
+
+def deserialize(payload: bytes, like, path: str):
+    """`like` (arrays or `jax.ShapeDtypeStruct`s) with its arrays read from `payload`, each
+    checked before it is read; a mismatch or extra bytes are a `FileFormatError`."""
+    buf = io.BytesIO(payload)
+    try:
+        out = eqx.tree_deserialise_leaves(buf, like, filter_spec=_checked_leaf)
+        if buf.tell() != len(payload):
+            raise ValueError(f"{len(payload) - buf.tell()} bytes after the last array")
     except Exception as e:  # equinox/numpy raise various errors for a mismatched payload
+        while e.__cause__ is not None:  # equinox wraps the error with the leaf's path
+            e = e.__cause__
         raise FileFormatError(f"{path!r}: the stored arrays do not match the structure in its "
                               f"header ({type(e).__name__}: {e}).") from None
+    return out
 
 
 def save(path: str | os.PathLike, model, *, extra: dict | None = None) -> None:
@@ -120,8 +186,10 @@ def save(path: str | os.PathLike, model, *, extra: dict | None = None) -> None:
 def load(path: str | os.PathLike):
     """Load a model or ensemble saved by [`dsr.save`][].
 
-    Both checksums are verified before anything is built: damaged, truncated or foreign files
-    raise [`dsr.FileFormatError`][] naming the file.
+    Both checksums are verified, and the header's sizes checked against the payload, before
+    anything is built: damaged, truncated, foreign or crafted files raise
+    [`dsr.FileFormatError`][] naming the file (a header claiming arrays larger than the file
+    allocates nothing).
 
     **Arguments:**
 
@@ -130,7 +198,7 @@ def load(path: str | os.PathLike):
     **Returns:** the model, or an [`dsr.Ensemble`][]."""
     path = check_path("path", path)
     header, payload = read_container(path, ("model", "ensemble"))
-    return deserialize(payload, skeleton(header, path), path)
+    return deserialize(payload, skeleton(header, path, len(payload)), path)
 
 
 def load_extra(path: str | os.PathLike) -> dict:

@@ -19,6 +19,22 @@ from jax.experimental import multihost_utils
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 
+def process_index() -> int:
+    """This process's index under `jax.distributed` (0 without it)."""
+    return jax.process_index()
+
+
+def process_count() -> int:
+    return jax.process_count()
+
+
+def is_writer() -> bool:
+    """Whether this process writes files: process 0 only, so that under `jax.distributed`
+    a checkpoint and its history have one writer, and the other processes never touch
+    them."""
+    return process_index() == 0
+
+
 def resolve_devices(devices) -> list | None:
     """`None` (the default device, no sharding), `"all"` (`jax.devices()`) or a list of
     devices from `jax.devices()`."""
@@ -66,6 +82,18 @@ class Placement:
                 return x
             x = np.asarray(x)
             return np.concatenate([x, np.repeat(x[:1], extra, 0)])
+
+        return jax.tree_util.tree_map(one, tree)
+
+    def unpad(self, tree):
+        """Drop the padded members (host arrays whose leading axis is `n_padded`)."""
+        if self.n_padded == self.n_members:
+            return tree
+
+        def one(x):
+            if eqx.is_array(x) and np.ndim(x) and np.shape(x)[0] == self.n_padded:
+                return x[:self.n_members]
+            return x
 
         return jax.tree_util.tree_map(one, tree)
 

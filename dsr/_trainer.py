@@ -15,18 +15,25 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._checkpoint import restore, save_checkpoint
+from ._checkpoint import identity, restore, save_checkpoint
 from ._ensemble import from_stack
 from ._fit_setup import Plan
 from ._free_run import data_range, orbit_status
 from ._generate import generate
 from ._history import History
 from ._io import clean_stale_temporaries
-from ._sharding import to_host
+from ._sharding import is_writer, process_count, to_host
 from ._train_step import FIELDS, TrainState, commit_jit, propose_and_commit, refine
 from ._validation import eval_keys, initial_best, kept_model, member_scores, update_best
 
 HISTORY_FIELDS = FIELDS + ("wall_time",)
+
+
+def _note(error: BaseException, text: str) -> None:
+    if hasattr(error, "add_note"):  # Python ≥ 3.11: shown with the traceback
+        error.add_note(text)
+    else:
+        warnings.warn(text, stacklevel=4)
 FALLBACK = FIELDS.index("fallback")
 
 
@@ -41,6 +48,7 @@ class Trainer:
         self.checkpoint_path = None
         self.best = None  # with validation: (params, score, step) per member
         self.validation_time = 0.0  # seconds spent in free-run validation (this process)
+        self.writer = is_writer()  # process 0: the only one that writes files
 
     # ------------------------------------------------------------------ state
 
@@ -56,15 +64,18 @@ class Trainer:
     def start(self) -> None:
         """The initial or resumed state, padded and placed on the devices."""
         state = self._initial_state()
-        resume = self.plan.options["resume"]
-        for path in {self.plan.options["checkpoint"], resume and resume[0]} - {None}:
-            clean_stale_temporaries(path)  # left by a killed writer
+        resume, ckpt = self.plan.options["resume"], self.plan.options["checkpoint"]
+        if self.writer and ckpt is not None:
+            clean_stale_temporaries(ckpt)  # left by a killed writer of this host
         if self.plan.validation is not None:
             self.best = initial_best(self.plan.stacked, self.plan.n_members)
         if resume is not None:
             path, header, payload = resume
+            # the history is cut back only in the file this process writes next (under its
+            # lock); a checkpoint resumed into another file is only read
+            own = self.writer and ckpt is not None and identity(ckpt) == identity(path)
             state, self.history, best = restore(path, header, payload, state,
-                                                self.plan.n_members, self.best)
+                                                self.plan.n_members, self.best, truncate=own)
             self.best = best if best is not None else self.best
         pl = self.plan.placement
         state = pl.pad(to_host(state))
@@ -105,11 +116,35 @@ class Trainer:
         return from_stack(model, self.plan.n_members, self.plan.is_ensemble)
 
     def save(self) -> None:
+        """Write the checkpoint (process 0 only; every process takes part in gathering the
+        state, a collective under `jax.distributed`)."""
         path = self.plan.options["checkpoint"]
         if path is not None:
             self.history.truncate(int(self.state.step))
-            save_checkpoint(path, to_host(self.state), self.history, self.header, self.best)
+            state = self.plan.placement.unpad(to_host(self.state))
+            if self.writer:
+                save_checkpoint(path, state, self.history, self.header, self.best)
             self.checkpoint_path = str(path)
+
+    def save_after_error(self, error: BaseException) -> None:
+        """On an exception leaving the loop: save the state reached (when a checkpoint is
+        configured) and say so in a note on `error`; a save that fails too is noted, never
+        raised in place of `error`."""
+        path = self.plan.options["checkpoint"]
+        if path is None:
+            return
+        if process_count() > 1:  # gathering the state is a collective the others may not join
+            _note(error, f"dsr.fit: no checkpoint saved after this error under "
+                  f"jax.distributed; {str(path)!r} holds the last periodic one.")
+            return
+        try:
+            self.save()
+        except Exception as e:  # noqa: BLE001 — the original error is the one to raise
+            _note(error, f"dsr.fit: saving the checkpoint {str(path)!r} after this error "
+                  f"failed too ({type(e).__name__}: {e}); it holds the last one saved before.")
+        else:
+            _note(error, f"dsr.fit: checkpoint saved to {str(path)!r} at step "
+                  f"{int(self.state.step)} before this error (continue with resume=...).")
 
     def after_step(self, done: int) -> None:
         o, val = self.plan.options, self.plan.validation
@@ -156,7 +191,7 @@ class Trainer:
             k_stsp, k_h = eval_keys(i if p.is_ensemble else None)
             values[k_stsp], values[k_h] = sc["D_stsp"][i], sc["D_H"][i]
         self.history.add_eval(done, values)
-        self.best = update_best(self.best, self.state.model, score, done)
+        self.best = update_best(self.best, to_host(self.state.model), score, done)
         self.validation_time += time.perf_counter() - t0
 
     def monitor(self, done: int) -> None:

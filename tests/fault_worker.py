@@ -5,11 +5,13 @@ it until it finishes.
 Usage: `python fault_worker.py CHECKPOINT OUT.npz STEPS CACHE_DIR`. Resumes from CHECKPOINT
 when it exists; prints `step <k>` after every update (before that update's checkpoint is
 written); at the end writes the model's arrays and the loss history to OUT.npz and prints
-`done`. After SIGTERM (the checkpoint saved) it exits with status 3.
+`done`. After SIGTERM (the checkpoint saved) it exits with status 3. With
+`FAULT_WORKER_WAIT=PATH` it waits after printing `step 2` until PATH exists.
 """
 
 import os
 import sys
+import time
 
 import jax
 import jax.numpy as jnp
@@ -40,6 +42,11 @@ def arrays(result) -> list[np.ndarray]:
 
 def _progress(step, model):
     print(f"step {step}", flush=True)
+    go = os.environ.get("FAULT_WORKER_WAIT")  # a test's cue: wait at step 2 until it exists
+    if go and step == 2:
+        deadline = time.monotonic() + 300
+        while not os.path.exists(go) and time.monotonic() < deadline:
+            time.sleep(0.01)
 
 
 def main(ckpt: str, out: str, steps: int) -> None:

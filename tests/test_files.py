@@ -220,9 +220,10 @@ def _dead_pid() -> int:
 
 def test_stale_temporaries_are_removed_and_failed_writes_leave_none(base, tmp_path):
     ck = copy_checkpoint(base, tmp_path)
-    stale = tmp_path / f".run.ckpt.tmp-{_dead_pid()}-0123abcd"
-    live = tmp_path / f".run.ckpt.tmp-{os.getpid()}-0123abcd"  # a writer still running
-    other = tmp_path / f".other.tmp-{_dead_pid()}-0123abcd"  # not this file's
+    host = _io._host_tag()  # temporaries name their writer: host, pid, start time, token
+    stale = tmp_path / f".run.ckpt.tmp-{host}-{_dead_pid()}-0-0123abcd"
+    live = tmp_path / f".run.ckpt.tmp-{host}-{os.getpid()}-0-0123abcd"  # a writer still running
+    other = tmp_path / f".other.tmp-{host}-{_dead_pid()}-0-0123abcd"  # not this file's
     for p in (stale, live, other):
         p.write_bytes(b"partial")
     fit(resume=ck, checkpoint=ck)
