@@ -1,5 +1,5 @@
 """Shared test helpers: random, non-trivial float64 models, a reference RK4 integrator and a
-tolerance comparison of pytrees."""
+tolerance comparison of pytrees; the tiny shapes and signal the command-line tests share."""
 
 import equinox as eqx
 import jax
@@ -68,3 +68,19 @@ def assert_tree_rel(a, b, tol):
     assert len(la) == len(lb), (len(la), len(lb))
     for u, v in zip(la, lb):
         assert rel_err(u, v) < tol, (np.shape(u), rel_err(u, v))
+
+
+#: `python -m dsr fit` options small enough that one compile serves a whole CLI test file.
+CLI_FAST = ["--runs", "2", "--hidden-dim", "8", "--seq-len", "16", "--batch-size", "2",
+            "--steps", "4", "--checkpoint-every", "2", "--monitor-every", "0", "--no-progress"]
+#: `evaluate` options to match.
+CLI_EVAL = ["--n-samples", "500", "--context-steps", "32", "--n-rmse", "8", "--gen-factor",
+            "1", "--lyapunov-steps", "100", "--plot-steps", "50", "--no-progress"]
+
+
+def cli_signal(n, phase=0.0):
+    """A noisy two-variable oscillation `(n, 2)`; `phase` shifts it and picks the noise."""
+    t = np.arange(n) * 0.1 + phase
+    rng = np.random.default_rng(int(phase * 10))
+    return np.stack([np.sin(t), np.cos(0.7 * t) + 0.3 * np.sin(t)], 1) + 0.02 * rng.normal(
+        size=(n, 2))

@@ -20,19 +20,9 @@ import pytest
 
 import dsr
 from dsr._cli import main
+from helpers import CLI_EVAL as EVAL, CLI_FAST as FAST, cli_signal as _signal
 from dsr._cli._run import read_history
 
-FAST = ["--runs", "2", "--hidden-dim", "8", "--seq-len", "16", "--batch-size", "2",
-        "--steps", "4", "--checkpoint-every", "2", "--monitor-every", "0", "--no-progress"]
-EVAL = ["--n-samples", "500", "--context-steps", "32", "--n-rmse", "8", "--gen-factor", "1",
-        "--lyapunov-steps", "100", "--plot-steps", "50", "--no-progress"]
-
-
-def _signal(n, phase=0.0):
-    t = np.arange(n) * 0.1 + phase
-    rng = np.random.default_rng(int(phase * 10))
-    return np.stack([np.sin(t), np.cos(0.7 * t) + 0.3 * np.sin(t)], 1) + 0.02 * rng.normal(
-        size=(n, 2))
 
 
 @pytest.fixture(scope="module")
