@@ -389,8 +389,8 @@ def test_generate_on_a_short_wide_context(tmp_path):
     outs = []
     for name in ("ctx.csv", "ctx_rev.csv"):
         assert main(["generate", str(run), "--steps", "20", "--context", str(tmp_path / name),
-                     "--out", str(tmp_path / "g.npy")]) == 0
-        outs.append(np.load(tmp_path / "g.npy"))
+                     "--out", str(tmp_path / f"g_{name}.npy")]) == 0
+        outs.append(np.load(tmp_path / f"g_{name}.npy"))
     assert outs[0].shape == (2, 20, 64)
     np.testing.assert_array_equal(outs[0], outs[1])
 
