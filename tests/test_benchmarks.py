@@ -1,5 +1,6 @@
 """The benchmarks run end to end on a tiny grid (`--quick` plus overrides) and write valid
-JSON and a PNG. No assertion on speed: only that every timing is positive and finite."""
+JSON and a PNG. No assertion on speed: only that every timing is positive and finite. The
+two training-step benchmarks are the heaviest cases of the fast suite and run in the slow one."""
 
 import json
 import math
@@ -24,6 +25,7 @@ def _positive_finite(xs):
     return all(isinstance(x, float) and math.isfinite(x) and x > 0 for x in xs)
 
 
+@pytest.mark.slow  # the heaviest two (≈ 1–2 min each): in the slow suite
 def test_runtime(tmp_path, capsys):
     runtime.main(["--quick", "--T-min", "64", "--T-max", "64", "--M", "2", "--repeats", "2",
                   "--train-steps", "0", "--unroll", "2", "--out", str(tmp_path)])
@@ -94,6 +96,7 @@ def test_scan_combine_and_suggested_entry(tmp_path):
         del auto.AUTO_TABLE["test-backend"]
 
 
+@pytest.mark.slow  # the heaviest two (≈ 1–2 min each): in the slow suite
 def test_runtime_compare_before(tmp_path, capsys):
     """`--compare-before`: the frozen solver and the current one in one process."""
     runtime.main(["--compare-before", "--quick", "--T-max", "32", "--M", "2", "--repeats", "2",

@@ -133,7 +133,10 @@ def test_files_are_written_by_the_atomic_writer(tmp_path):
     import os
 
     ds = data_gen.lds(n_steps=3, n_sequences=2, n_test=1)
-    stale = tmp_path / ".d.npz.tmp-999999999-deadbeef"  # left by a killed writer (no such pid)
+    from dsr._lock import host_tag
+
+    # left by a killed writer on this host (no such pid), in the temporaries' naming scheme
+    stale = tmp_path / f".d.npz.tmp-{host_tag()}-999999999-0-deadbeef"
     stale.write_bytes(b"partial")
     path = ds.save(tmp_path / "d")
     umask = os.umask(0)
