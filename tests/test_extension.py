@@ -196,3 +196,28 @@ def test_unregistered_solver_fits_but_is_not_rebuilt(tmp_path):
     assert config == {"class": "test_extension.Unregistered"}
     with pytest.raises(dsr.FileFormatError, match="dsr.register"):
         from_config(config, "solver")
+
+
+def test_no_concrete_method_of_a_dsr_module_is_overridden():
+    """Equinox's abstract-or-final rule: a subclass implements abstract methods only."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    classes = set()
+    for info in pkgutil.walk_packages(dsr.__path__, "dsr."):
+        if "._cli" not in info.name:
+            mod = importlib.import_module(info.name)
+            classes |= {c for c in vars(mod).values() if isinstance(c, type)
+                        and issubclass(c, eqx.Module) and c.__module__.startswith("dsr")}
+    found = []
+    for cls in classes:
+        for attr in vars(cls):
+            base = next((b for b in cls.__mro__[1:] if attr in vars(b)), None)
+            if attr.startswith("__") or base is None or base in (eqx.Module, object):
+                continue
+            old = vars(base)[attr]
+            if (inspect.isfunction(old) or isinstance(old, property)) \
+                    and not getattr(old, "__isabstractmethod__", False):
+                found.append(f"{cls.__qualname__}.{attr} overrides {base.__qualname__}.{attr}")
+    assert not found
