@@ -12,6 +12,8 @@ The public surface is everything imported here. Where it lives:
 - training: `_fit.py` (`fit`), `_alpha.py` (α strategies), `_regularization.py`.
 - using a model: `_generate.py`, `_serialization.py` (`save` / `load`), `_io.py` (the
   checksummed file format); evaluation in `dsr/metrics/`.
+- extension: `_registry.py` (`register`: the classes files may name), `_config.py`
+  (strategies as text).
 """
 
 from . import icl as icl
@@ -30,6 +32,7 @@ from ._gtf import forcing_alphas as forcing_alphas, gtf_forward as gtf_forward
 from ._gtf import teacher_signals as teacher_signals
 from ._io import FileFormatError as FileFormatError
 from ._regularization import Regularization as Regularization
+from ._registry import register as register
 from ._scan import linear_scan as linear_scan
 from ._serialization import load as load, load_extra as load_extra, save as save
 from ._deer import DEER as DEER
@@ -40,6 +43,7 @@ from .baselines import SelectiveSSM as SelectiveSSM, SwiGLUKernel as SwiGLUKerne
 from .baselines import TTTLinear as TTTLinear, TTTModel as TTTModel, ttt_linear as ttt_linear
 from .models import AbstractDataDrivenModel as AbstractDataDrivenModel
 from .models import AbstractGTFModel as AbstractGTFModel, AbstractModel as AbstractModel
+from .models import AbstractMARModel as AbstractMARModel
 from .models import AbstractShPLRNN as AbstractShPLRNN
 from .models import AbstractTeacherForcedModel as AbstractTeacherForcedModel
 from .models import ClippedShPLRNN as ClippedShPLRNN, LSSM as LSSM, ShPLRNN as ShPLRNN

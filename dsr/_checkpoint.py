@@ -15,19 +15,10 @@ import equinox as eqx
 import jax
 import numpy as np
 
-from ._alpha import AdaptiveAlpha, ConstantAlpha
 from ._config import from_config
 from ._history import History
 from ._io import FileFormatError, read_container, write_container
-from ._regularization import Regularization
-from ._schedule import SCHEDULES
 from ._serialization import deserialize, serialize
-from ._deer import DEER
-from ._solver import Sequential
-
-_ALPHAS = {c.__name__: c for c in (ConstantAlpha, AdaptiveAlpha)}
-_SOLVERS = {c.__name__: c for c in (DEER, Sequential)}
-_REGULARIZATIONS = {"Regularization": Regularization}
 
 #: Settings that describe the model, not the run: they cannot be taken from a checkpoint.
 MODEL_SETTINGS = ("members", "dtype")
@@ -53,16 +44,21 @@ def structure(model, lead: int | None = None) -> list[str]:
     return [type(model).__name__] + arrays
 
 
-def stored_arguments(path: str, stored: dict, call_optimizer, call_settings: dict) -> dict:
+def stored_arguments(path: str, stored: dict, call_optimizer, call_settings: dict,
+                     call=None, call_schedule=None) -> dict:
     """The `fit` arguments that reproduce a checkpoint's stored settings. The default
     optimizer is rebuilt from its learning rate and steps; a user's optimizer cannot be read
-    back from a file, so it must be the call's (of the same type)."""
+    back from a file, so it must be the call's (of the same type). Strategies are rebuilt
+    from the registry (`_registry.py`); a field of theirs that the file holds only as a
+    fingerprint comes from the call's object (`call`: the validated call, with `strategy`,
+    `solver`, `regularization`; `call_schedule`: its schedule)."""
+    mine = lambda name: getattr(call, name, None)  # noqa: E731
     opt = stored.get("optimizer") or {}
     schedule = None
     if opt.get("kind") == "default":
         optimizer = None
         if opt.get("schedule") is not None:
-            schedule = from_config(opt["schedule"], SCHEDULES)
+            schedule = from_config(opt["schedule"], "schedule", call_schedule, path)
     elif opt == call_settings.get("optimizer"):
         optimizer = call_optimizer
     else:
@@ -72,9 +68,11 @@ def stored_arguments(path: str, stored: dict, call_optimizer, call_settings: dic
                          "any other difference).")
     try:
         return dict(
-            alpha=from_config(stored["alpha"], _ALPHAS), alpha_every=None, alpha_gamma=None,
-            solver=from_config(stored["solver"], _SOLVERS),
-            regularization=from_config(stored["regularization"], _REGULARIZATIONS),
+            alpha=from_config(stored["alpha"], "alpha", mine("strategy"), path),
+            alpha_every=None, alpha_gamma=None,
+            solver=from_config(stored["solver"], "solver", mine("solver"), path),
+            regularization=from_config(stored["regularization"], "regularization",
+                                       mine("regularization"), path),
             optimizer=optimizer, schedule=schedule, learning_rate=float(stored["learning_rate"]),
             noise=float(stored.get("noise", 0.0)),
             key=jax.random.wrap_key_data(np.asarray(stored["key"], np.uint32),

@@ -316,7 +316,8 @@ def _reconcile(path, header: dict, call: Call, model, data, kw) -> Call:
     stored, mode = header.get("settings", {}), kw["resume_settings"]
     diff = differences(stored, call.settings)
     if diff and mode == "checkpoint":
-        kw = dict(kw, **stored_arguments(path, stored, kw["optimizer"], call.settings))
+        kw = dict(kw, **stored_arguments(path, stored, kw["optimizer"], call.settings, call,
+                                         kw.get("schedule")))
         call = _validate(model, data, kw.pop("alpha"), kw)
         left = differences(stored, call.settings)
         if left:

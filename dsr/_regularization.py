@@ -6,17 +6,20 @@ import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from .models import LSSM, AbstractModel, AbstractShPLRNN
+from .models import AbstractGTFModel, AbstractMARModel, AbstractModel
 
 
 class Regularization(eqx.Module):
     """MAR on the last `M_r` latent units, L1 on their read-out, and the B conditioning term.
 
+    The MAR terms of each model come from its `mar_terms` ([`dsr.models.AbstractMARModel`][]);
+    the B terms apply to a model with a linear read-out `x̂ = B z` (an AbstractGTFModel).
+
     - MAR, shPLRNN (Eq. 50): `λ_MAR/M_r Σ_{i>M−M_r} (|1 − A_ii|^p + (1/L) Σ_j (γ_W |W_ij|^p
       + γ_V |V_ji|^p) + |h_i|^p)`, γ_W = 1/(3L), γ_V = 1/(3M).
     - MAR, LSSM (Eq. 61): `λ_MAR/M_r Σ_{i>M−M_r} (|1 − A_ii|^p + (1/N) Σ_j |U_ij|^p + |h_i|^p)`.
-    - `L1(B) = λ1/(N M_r) Σ_i Σ_{j>M−M_r} |B_ij|^p` (Eq. 57, shPLRNN only).
-    - `L2(B) = λ2/r Σ_i (σ_i(B) − 1)²` (Eq. 58, shPLRNN only).
+    - `L1(B) = λ1/(N M_r) Σ_i Σ_{j>M−M_r} |B_ij|^p` (Eq. 57, linear read-outs only).
+    - `L2(B) = λ2/r Σ_i (σ_i(B) − 1)²` (Eq. 58, linear read-outs only).
 
     **Arguments:** `mar_units` (M_r), `lambda_mar`, `lambda_l1`, `lambda_l2`, `p` ∈ {1, 2}.
     The paper's forced Lorenz-96 setting is `Regularization(4, 1.0, 1.0, 1e-4)`.
@@ -38,31 +41,27 @@ class Regularization(eqx.Module):
                 raise ValueError(f"`{name}` must be ≥ 0; got {getattr(self, name)!r}.")
 
     def check(self, model: AbstractModel) -> None:
-        """Trace-time validation against a model."""
+        """Trace-time validation against a model: MAR needs an
+        [`AbstractMARModel`][dsr.models.AbstractMARModel], the B terms a linear read-out (an
+        [`AbstractGTFModel`][dsr.models.AbstractGTFModel]; ignored for an `AbstractMARModel`
+        without one, such as the LSSM)."""
         if self.mar_units > model.latent_dim:
             raise ValueError(
                 f"`mar_units` ({self.mar_units}) exceeds the latent dimension ({model.latent_dim})."
             )
-        if not isinstance(model, (AbstractShPLRNN, LSSM)) and (
-            self.lambda_mar or self.lambda_l1 or self.lambda_l2
-        ):
-            raise TypeError(f"Regularization supports the shPLRNN family and the LSSM, not {type(model).__name__}.")
+        mar = isinstance(model, AbstractMARModel)
+        if (self.lambda_mar and not mar) or ((self.lambda_l1 or self.lambda_l2) and not mar
+                                             and not isinstance(model, AbstractGTFModel)):
+            raise TypeError(f"Regularization: {type(model).__name__} is not an AbstractMARModel "
+                            "(MAR) or an AbstractGTFModel (the B terms).")
 
     def __call__(self, model: AbstractModel) -> Float[Array, ""]:
         total = jnp.zeros(())
         Mr, p = self.mar_units, self.p
         pw = lambda a: jnp.abs(a) ** p  # noqa: E731
         if Mr and self.lambda_mar:
-            r = slice(model.latent_dim - Mr, None)
-            if isinstance(model, AbstractShPLRNN):
-                L, M = model.hidden_dim, model.latent_dim
-                conn = (jnp.sum(pw(model.W[r]), axis=1) / (3 * L)
-                        + jnp.sum(pw(model.V[:, r]), axis=0) / (3 * M)) / L
-            else:
-                conn = jnp.sum(pw(model.U[r]), axis=1) / model.obs_dim
-            terms = pw(1.0 - model.A[r]) + conn + pw(model.h[r])
-            total = total + self.lambda_mar / Mr * jnp.sum(terms)
-        if isinstance(model, AbstractShPLRNN):
+            total = total + self.lambda_mar / Mr * jnp.sum(model.mar_terms(Mr, p))
+        if isinstance(model, AbstractGTFModel):
             if Mr and self.lambda_l1:
                 total = total + self.lambda_l1 / (model.obs_dim * Mr) * jnp.sum(
                     pw(model.B[:, model.latent_dim - Mr:]))

@@ -65,6 +65,3 @@ class ExponentialDecay(AbstractSchedule):
             return jnp.maximum(learning_rate * jnp.exp(rate * count), final)
 
         return schedule
-
-
-SCHEDULES = {c.__name__: c for c in (CosineDecay, ExponentialDecay)}

@@ -7,6 +7,8 @@ structure from the header, then fills in the arrays.
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import io
 import json
 import math
@@ -20,31 +22,62 @@ import numpy as np
 from ._checks import ArgumentTypeError, check_path
 from ._ensemble import Ensemble
 from ._io import FileFormatError, read_container, write_container
-from .baselines import SelectiveSSM
-from .models import LSSM, AbstractModel, AbstractShPLRNN, ClippedShPLRNN, ShPLRNN
+from ._registry import is_registered, name_of, resolve
+from .models import AbstractModel
 
-_CLASSES = {c.__name__: c for c in (ShPLRNN, ClippedShPLRNN, LSSM, SelectiveSSM)}
+
+def _constructor(cls):
+    """The constructor's parameter names of a model class."""
+    return inspect.signature(cls.__init__).parameters
+
+
+def _build(cls, hp: dict, dtype, key):
+    kw = dict(hp, key=key)
+    if "dtype" in _constructor(cls):
+        kw["dtype"] = dtype
+    return cls(**kw)
 
 
 def hyperparameters(model: AbstractModel) -> dict:
-    """`{"class": name, "hyperparameters": {...}}`: what rebuilds `model`'s structure."""
-    name = type(model).__name__
-    if name not in _CLASSES:
-        raise TypeError(f"cannot serialize {name}; supported: {sorted(_CLASSES)}.")
-    hp = dict(obs_dim=model.obs_dim, latent_dim=model.latent_dim,
-              hidden_dim=model.hidden_dim, input_dim=model.input_dim)
-    if isinstance(model, AbstractShPLRNN):
-        hp["rank"] = model.rank
-    if isinstance(model, SelectiveSSM):
-        hp.update(n_heads=model.n_heads, state_size=model.state_size)
+    """`{"class": name, "hyperparameters": {...}}`: what rebuilds `model`'s structure — its
+    registered class name, its static fields that are constructor parameters, and the dtype of
+    its parameters (one rule for dsr's models and registered user models)."""
+    cls = type(model)
+    if not is_registered(cls):
+        raise TypeError(f"cannot serialize {cls.__qualname__}: its class is not registered "
+                        "(decorate it with @dsr.register).")
+    params = _constructor(cls)
+    hp = {f.name: getattr(model, f.name) for f in dataclasses.fields(model)
+          if f.metadata.get("static", False) and f.name in params and f.name != "dtype"}
     leaf = next(x for x in jax.tree_util.tree_leaves(model) if eqx.is_inexact_array(x))
     hp["dtype"] = str(leaf.dtype)
-    return {"class": name, "hyperparameters": hp}
+    return {"class": name_of(cls), "hyperparameters": hp}
+
+
+def _check_rebuilds(model, spec: dict, lead: int) -> None:
+    """`cls(**hyperparameters, key=...)` must give `model`'s structure (`lead`: 1 for the
+    stacked model of an ensemble, whose arrays have a member axis first) (a registered user
+    model whose constructor does not take its static fields cannot be loaded)."""
+    hp = dict(spec["hyperparameters"])
+    dtype = jnp.dtype(hp.pop("dtype"))
+    try:
+        like = eqx.filter_eval_shape(lambda: _build(type(model), hp, dtype, jax.random.key(0)))
+    except Exception as e:  # the user's constructor may raise anything
+        raise ArgumentTypeError(f"`model`: {type(model).__qualname__}(**{hp}, key=...) does "
+                                f"not rebuild it ({type(e).__name__}: {e}).") from None
+    shape = lambda t, lead=0: [(x.shape[lead:], x.dtype)  # noqa: E731
+                               for x in jax.tree_util.tree_leaves(t)
+                               if eqx.is_array(x) or isinstance(x, jax.ShapeDtypeStruct)]
+    if (jax.tree_util.tree_structure(like) != jax.tree_util.tree_structure(model)
+            or shape(like) != shape(model, lead)):
+        raise ArgumentTypeError(f"`model`: {type(model).__qualname__}(**{hp}, key=...) builds "
+                                "arrays of other shapes or dtypes than the model's; its static "
+                                "fields must be the constructor's arguments.")
 
 
 def model_spec(model) -> dict | None:
     """The structure of a model or an ensemble as JSON, or None if its class cannot be
-    rebuilt from a header (e.g. `TTTModel`)."""
+    rebuilt from a header (not registered, e.g. `TTTModel`)."""
     members = model.n_members if isinstance(model, Ensemble) else None
     one = model.stacked if isinstance(model, Ensemble) else model  # same static fields
     try:
@@ -58,15 +91,16 @@ def skeleton(spec: dict, path: str = "<file>", payload_bytes: int | None = None)
     """The structure a header describes, as a model (or ensemble) of `jax.ShapeDtypeStruct`
     leaves: built abstractly (`eqx.filter_eval_shape`), so nothing is allocated. With
     `payload_bytes`, the arrays' size (members × parameters × dtype size) must fit in it."""
+    cls = resolve(spec.get("class") if isinstance(spec, dict) else None, "model", path,
+                  "the header does not describe a dsr model")
     try:
-        cls = _CLASSES[spec["class"]]
         hp = dict(spec["hyperparameters"])
         dtype = jnp.dtype(hp.pop("dtype"))
         members = spec.get("members")
         if members is not None and (not isinstance(members, int) or isinstance(members, bool)
                                     or members < 1):
             raise ValueError(f"members: {members!r}")
-        make = lambda k: cls(**hp, key=k, dtype=dtype)  # noqa: E731
+        make = lambda k: _build(cls, hp, dtype, k)  # noqa: E731
 
         def build():
             if members is None:
@@ -170,8 +204,13 @@ def save(path: str | os.PathLike, model, *, extra: dict | None = None) -> None:
                                 f"{type(model).__name__}.")
     spec = model_spec(model)
     if spec is None:
-        raise ArgumentTypeError(f"`model`: cannot save {type(model).__name__}; supported: "
-                                f"{sorted(_CLASSES)}.")
+        raise ArgumentTypeError(f"`model`: cannot save {type(model).__qualname__}: its class "
+                                "is not registered (decorate it with @dsr.register; dsr's own "
+                                "savable models are registered).")
+    if isinstance(model, Ensemble):
+        _check_rebuilds(model.stacked, spec, 1)
+    else:
+        _check_rebuilds(model, spec, 0)
     if extra is not None:
         if not isinstance(extra, dict):
             raise ArgumentTypeError(f"`extra` must be a dict or None; got {type(extra).__name__}.")

@@ -35,12 +35,14 @@ FIELDS = ("loss", "mse", "alpha", "newton_iters", "converged", "applied", "fallb
 
 
 class StepConfig(eqx.Module):
-    """Everything static about an update (hashable, so equal settings reuse compilations)."""
+    """Everything about an update but the data and the state. The strategies are pytrees:
+    their static fields (all of dsr's own) are part of the compilation key, so equal settings
+    reuse compilations, and any array a user's strategy holds is an argument, not a constant."""
 
-    solver: AbstractSolver = eqx.field(static=True)
-    regularization: Regularization | None = eqx.field(static=True)
+    solver: AbstractSolver
+    regularization: Regularization | None
     optimizer: optax.GradientTransformation = eqx.field(static=True)
-    alpha: AbstractAlpha = eqx.field(static=True)
+    alpha: AbstractAlpha
     batch_size: int = eqx.field(static=True)
     warmup: int = eqx.field(static=True)
     max_failures: int = eqx.field(static=True)

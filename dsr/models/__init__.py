@@ -3,7 +3,7 @@ MLP read-out, with their abstract templates."""
 
 from ._base import AbstractDataDrivenModel as AbstractDataDrivenModel
 from ._base import AbstractGTFModel as AbstractGTFModel, AbstractModel as AbstractModel
-from ._base import AbstractSizedModel as AbstractSizedModel
+from ._base import AbstractMARModel as AbstractMARModel, AbstractSizedModel as AbstractSizedModel
 from ._base import AbstractTeacherForcedModel as AbstractTeacherForcedModel
 from ._clipped import ClippedShPLRNN as ClippedShPLRNN
 from ._lssm import LSSM as LSSM

@@ -82,8 +82,10 @@ class AbstractGTFModel(AbstractModel):
     """A model with a linear observation `x̂_t = B z_t`, trained by generalized teacher
     forcing (Hess et al. 2026, Eq. 8): the forcing uses the teacher signals `z̄_t = B⁺ x_t`.
 
-    Subclasses provide the step, its analytic Jacobian and the Jacobian's diagonal (used by
-    quasi-DEER); never `jax.jacfwd` on the hot path.
+    Subclasses provide the step, its analytic Jacobian, the Jacobian's diagonal (used by
+    quasi-DEER) and the products with GTF's projection (`jacobian_product`,
+    `jacobian_product_diagonal`; `super()` gives the dense forms); never `jax.jacfwd` on the
+    hot path.
     """
 
     B: eqx.AbstractVar[Float[Array, "N M"]]
@@ -92,21 +94,40 @@ class AbstractGTFModel(AbstractModel):
     def jacobian_diagonal(self, z: Float[Array, " M"], s: Float[Array, " K"] | None = None) -> Float[Array, " M"]:
         """The diagonal of `jacobian(z, s)`, computed without forming the matrix."""
 
+    @abc.abstractmethod
     def jacobian_product(self, z: Float[Array, " M"], P: Float[Array, "M M"],
                          s: Float[Array, " K"] | None = None) -> Float[Array, "M M"]:
         """`jacobian(z, s) @ P` for a matrix `P` that is constant over time (GTF's forcing
-        projection `P_α`, Hess et al. (2026) Eq. 9). Override to fold `P` into a factored
-        Jacobian once instead of one M×M×M product per step."""
+        projection `P_α`, Hess et al. (2026) Eq. 9). A factored Jacobian folds `P` into its
+        factors once instead of one M×M×M product per step; a model without one forms the
+        Jacobian: `return super().jacobian_product(z, P, s)` (this method's body)."""
         return self.jacobian(z, s) @ P
 
+    @abc.abstractmethod
     def jacobian_product_diagonal(self, z: Float[Array, " M"], P: Float[Array, "M M"],
                                   s: Float[Array, " K"] | None = None) -> Float[Array, " M"]:
-        """`diag(jacobian(z, s) @ P)` (quasi-DEER under GTF). Override to avoid forming the
-        full Jacobian."""
+        """`diag(jacobian(z, s) @ P)` (quasi-DEER under GTF), ideally without forming the
+        full Jacobian; a model without a cheaper form returns
+        `super().jacobian_product_diagonal(z, P, s)` (this method's body, which forms it)."""
         return jnp.sum(self.jacobian(z, s) * P.T, axis=-1)
 
     def observe(self, z):
         return self.B @ z
+
+
+class AbstractMARModel(AbstractModel):
+    """A model that manifold-attractor regularization ([`dsr.Regularization`][], Hess et al.
+    2026 App. E) applies to: its latent map has a diagonal linear part `A`, a bias `h` and
+    connections into each latent unit, and MAR pulls the regularized units towards `A = 1`,
+    `h = 0` and no connections (a line attractor). Combine it with a family
+    (`class MyModel(AbstractSizedModel, AbstractGTFModel, AbstractMARModel)`)."""
+
+    @abc.abstractmethod
+    def mar_terms(self, n_units: int, p: int) -> Float[Array, " Mr"]:
+        """The MAR penalty of each of the last `n_units` latent units,
+        `|1 − A_ii|^p + (connections into unit i) + |h_i|^p`, with `p` ∈ {1, 2}; the
+        regularizer scales their sum by `λ_MAR / n_units` (Eq. 50 for the shPLRNN, Eq. 61
+        for the LSSM)."""
 
 
 class AbstractTeacherForcedModel(AbstractModel):

@@ -10,7 +10,8 @@ from jaxtyping import Array, Float, PRNGKeyArray
 
 from .._checks import check_key, check_real
 from .._scan import ScanMethod, linear_scan
-from ._base import KAPPA, AbstractDataDrivenModel, AbstractSizedModel, check_sizes, uniform
+from ._base import (KAPPA, AbstractDataDrivenModel, AbstractMARModel, AbstractSizedModel,
+                    check_sizes, uniform)
 
 
 def init_readout(kB, kV, obs_dim, hidden_dim, latent_dim, kappa, dtype):
@@ -41,7 +42,7 @@ def scan_with_inputs(A, drive, C, inputs, z0, method):
     return linear_scan(A, drive, z0, method=method)
 
 
-class LSSM(AbstractSizedModel, AbstractDataDrivenModel):
+class LSSM(AbstractSizedModel, AbstractDataDrivenModel, AbstractMARModel):
     """`z_t = A ⊙ z_{t-1} + U x_{t-1} + C s_t + h`, `x̂_t = B relu(V z_t + b)` (Eq. 3).
 
     Training is linear in z: the teacher signal `x_{t-1}` enters through U, so the whole
@@ -91,6 +92,13 @@ class LSSM(AbstractSizedModel, AbstractDataDrivenModel):
         if self.input_dim:
             out = out + self.C @ self.inputs_or_zeros(s, z.dtype)
         return out
+
+    def mar_terms(self, n_units, p):
+        """Eq. 61: `|1 − A_ii|^p + (1/N) Σ_j |U_ij|^p + |h_i|^p`."""
+        r = slice(self.latent_dim - n_units, None)
+        pw = lambda a: jnp.abs(a) ** p  # noqa: E731
+        conn = jnp.sum(pw(self.U[r]), axis=1) / self.obs_dim
+        return pw(1.0 - self.A[r]) + conn + pw(self.h[r])
 
     def teacher_forced(
         self,

@@ -17,10 +17,11 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float, PRNGKeyArray
 
 from .._checks import check_key, check_optional_int, check_real
-from ._base import KAPPA, AbstractGTFModel, AbstractSizedModel, check_sizes, uniform
+from ._base import (KAPPA, AbstractGTFModel, AbstractMARModel, AbstractSizedModel, check_sizes,
+                    uniform)
 
 
-class AbstractShPLRNN(AbstractSizedModel, AbstractGTFModel):
+class AbstractShPLRNN(AbstractSizedModel, AbstractGTFModel, AbstractMARModel):
     """`z_t = A ⊙ z_{t-1} + W φ(V z_{t-1}) + C s_t + h`, `x̂_t = B z_t`.
 
     `A = tanh(Ā)` is a diagonal stored as the vector `A_bar`. With `rank=r`, `W = W_L W_R`
@@ -99,6 +100,16 @@ class AbstractShPLRNN(AbstractSizedModel, AbstractGTFModel):
         the matrix built once under `vmap` (under vmap over T: one `(T, L) @ (L, M)` matmul,
         against `(T, L) @ (L, M²)` for the full Jacobian)."""
         return self._factored_diagonal(z, self.A * jnp.diagonal(P), self.V @ P)
+
+    def mar_terms(self, n_units, p):
+        """Eq. 50: `|1 − A_ii|^p + (1/L) Σ_j (γ_W |W_ij|^p + γ_V |V_ji|^p) + |h_i|^p`,
+        γ_W = 1/(3L), γ_V = 1/(3M)."""
+        r = slice(self.latent_dim - n_units, None)
+        pw = lambda a: jnp.abs(a) ** p  # noqa: E731
+        L, M = self.hidden_dim, self.latent_dim
+        conn = (jnp.sum(pw(self.W[r]), axis=1) / (3 * L)
+                + jnp.sum(pw(self.V[:, r]), axis=0) / (3 * M)) / L
+        return pw(1.0 - self.A[r]) + conn + pw(self.h[r])
 
     def _factored_diagonal(self, z, base, right):
         d = self.slope(self.V @ z).astype(z.dtype)
