@@ -156,11 +156,12 @@ def _structure_difference(stored, current) -> str:
 
 
 def restore(path: str, header: dict, payload: bytes, like_state, n_members: int,
-            like_best=None, truncate: bool = True):
+            like_best=None, truncate: bool = True, history_dtypes=None):
     """`(state, history, best)` from a verified checkpoint; `like_state` (and `like_best`, the
     validation's best parameters, scores and steps) give the structure; `best` is None for a
     checkpoint written without validation. `truncate`: cut the history file to what the
-    checkpoint covers (only for the file this run writes next, under its lock)."""
+    checkpoint covers (only for the file this run writes next, under its lock);
+    `history_dtypes`: the history fields' dtypes (see `History`)."""
     best = None
     if header.get("best"):
         if like_best is None:
@@ -175,7 +176,8 @@ def restore(path: str, header: dict, payload: bytes, like_state, n_members: int,
     h = header.get("history")
     if not isinstance(h, dict) or not isinstance(h.get("fields"), list):
         raise FileFormatError(f"{path!r}: the header has no history record.")
-    history = History.restore(history_path(path), tuple(h["fields"]), n_members, h, truncate)
+    history = History.restore(history_path(path), tuple(h["fields"]), n_members, h, truncate,
+                              dtypes=history_dtypes)
     if len(history) != int(header["step"]) or int(state.step) != int(header["step"]):
         raise FileFormatError(f"{path!r}: {len(history)} history rows and a state at step "
                               f"{int(state.step)} for step {header['step']}.")

@@ -14,7 +14,7 @@ adjoint reuses the Jacobians of the last Newton iteration instead of recomputing
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 import equinox as eqx
 import jax
@@ -23,8 +23,21 @@ import jax.numpy as jnp
 from . import _fused, _parallel
 from ._checks import check_int, check_optional_int, check_real
 from ._auto import auto_method
-from ._scan import METHODS
+from ._scan import METHODS, ScanMethod
 from ._solver import AbstractSolver, SolverInfo, as_linearization, shift, vmap_step
+
+
+#: The Jacobian kinds: full (DEER) or diagonal (quasi-DEER).
+Jacobian = Literal["full", "diag"]
+JACOBIANS: tuple[str, ...] = get_args(Jacobian)
+#: The initial guesses of the Newton iteration.
+Init = Literal["pinv", "zeros", "normal"]
+INITS: tuple[str, ...] = get_args(Init)
+
+
+def _names(choices) -> str:
+    """`'a', 'b' or 'c'`."""
+    return ", ".join(map(repr, choices[:-1])) + f" or {choices[-1]!r}"
 
 
 def _is_fused(scan_method: str, T: int, M: int, diagonal: bool) -> bool:
@@ -75,22 +88,22 @@ class DEER(AbstractSolver):
     Neural Networks for Dynamical Systems Reconstruction*, arXiv:2605.12683, Alg. 3, App. D.
     """
 
-    jacobian: Literal["full", "diag"] = eqx.field(default="full", static=True)
+    jacobian: Jacobian = eqx.field(default="full", static=True)
     max_iter: int | None = eqx.field(default=None, static=True)
     tol: float | None = eqx.field(default=None, static=True)
     fixed_iters: int | None = eqx.field(default=None, static=True)
-    init: Literal["pinv", "zeros", "normal"] = eqx.field(default="pinv", static=True)
+    init: Init = eqx.field(default="pinv", static=True)
     seed: int = eqx.field(default=0, static=True)
     exact_adjoint: bool = eqx.field(default=False, static=True)
-    scan_method: str = eqx.field(default="auto", static=True)
+    scan_method: ScanMethod = eqx.field(default="auto", static=True)
     chunk_size: int | None = eqx.field(default=None, static=True)
     throw: bool = eqx.field(default=False, static=True)
 
     def __check_init__(self):
-        if self.jacobian not in ("full", "diag"):
-            raise ValueError(f"`jacobian` must be 'full' or 'diag'; got {self.jacobian!r}.")
-        if self.init not in ("pinv", "zeros", "normal"):
-            raise ValueError(f"`init` must be 'pinv', 'zeros' or 'normal'; got {self.init!r}.")
+        if self.jacobian not in JACOBIANS:
+            raise ValueError(f"`jacobian` must be {_names(JACOBIANS)}; got {self.jacobian!r}.")
+        if self.init not in INITS:
+            raise ValueError(f"`init` must be {_names(INITS)}; got {self.init!r}.")
         if self.scan_method not in METHODS:
             raise ValueError(f"`scan_method` must be one of {METHODS}; got {self.scan_method!r}.")
         check_optional_int("max_iter", self.max_iter, 1)

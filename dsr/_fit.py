@@ -77,11 +77,11 @@ def _progress_bar(trainer: Trainer, enabled: bool):
                 dynamic_ncols=True)
 
 
-def _show(bar, row, done, steps):
+def _show(bar, record, done, steps):
     bar.update(1)
     if done % 10 and done != steps:
         return
-    loss, alpha, iters = row[0], row[2], row[3]
+    loss, alpha, iters = record.loss, record.alpha, record.newton_iters
     post = dict(loss=f"{np.nanmedian(loss):.4g}", alpha=f"{np.median(alpha):.3f}",
                 iters=int(np.max(iters)))
     if len(loss) > 1:
@@ -101,11 +101,11 @@ def _loop(trainer: Trainer, bar) -> bool:
             if not np.any(to_host(trainer.state.active)[:K]):
                 _warn_all_stopped(trainer)
                 break
-            row = trainer.step()
+            record = trainer.step()
             done = int(trainer.state.step)
             trainer.after_step(done)
             if bar is not None:
-                _show(bar, row, done, steps)
+                _show(bar, record, done, steps)
         if steps > 0:
             trainer.save()
     except KeyboardInterrupt:
@@ -132,6 +132,8 @@ def _warn_all_stopped(trainer):
 def _result(trainer: Trainer, interrupted: bool) -> FitResult:
     p, K = trainer.plan, trainer.plan.n_members
     hist = trainer.history.arrays(squeeze=not p.is_ensemble)
+    if p.is_ensemble:  # one wall time per update, shared by the members
+        hist["wall_time"] = hist["wall_time"][0]
     state = to_host((trainer.state.alpha, trainer.state.active))  # (gathered from every process)
     alpha, active = state[0][:K], state[1][:K]
     skipped = int(np.sum(~hist["applied"])) if hist["applied"].size else 0

@@ -15,6 +15,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -25,10 +27,16 @@ _HEAD_MAX = 1 << 16
 
 
 class History:
-    """Rows `(len(fields), n_members)` per update, plus callback results `evals`."""
+    """Rows `(len(fields), n_members)` per update, plus callback results `evals`.
 
-    def __init__(self, fields: tuple[str, ...], n_members: int):
+    Generic: the owner names the `fields` and gives the `dtypes` they have in `arrays()`
+    (`{field: dtype}`; float64 where not given — the file stores every value as float64).
+    `fit`'s training code declares its own (`_train_step.RECORD_DTYPES`)."""
+
+    def __init__(self, fields: tuple[str, ...], n_members: int,
+                 dtypes: Mapping[str, Any] | None = None):
         self.fields, self.n_members = tuple(fields), n_members
+        self.dtypes = {f: np.dtype((dtypes or {}).get(f, np.float64)) for f in self.fields}
         self.rows: list[np.ndarray] = []
         self.evals: list[tuple[int, dict]] = []
         self._records: list[bytes] = []  # every row and eval, encoded, in order
@@ -44,7 +52,14 @@ class History:
     # last; an interrupt between the two leaves a trailing record without its row (an
     # orphan), which `truncate` and `flush` ignore. So the history is never inconsistent.
 
-    def append(self, row: np.ndarray) -> None:
+    def append(self, row: Mapping[str, Any] | np.ndarray) -> None:
+        """Append one update: `{field: (n_members,) values}`, or the row `(fields, members)`
+        in field order."""
+        if isinstance(row, Mapping):
+            missing = set(self.fields) - set(row)
+            if missing:
+                raise ValueError(f"history record without the fields {sorted(missing)}.")
+            row = [np.asarray(row[f], np.float64).reshape(self.n_members) for f in self.fields]
         row = np.asarray(row, np.float64).reshape(len(self.fields), self.n_members)
         self._records.append(_ROW + row.tobytes())
         self.rows.append(row)
@@ -119,7 +134,7 @@ class History:
 
     @classmethod
     def restore(cls, path: str, fields, n_members: int, record: dict,
-                truncate: bool = True) -> History:
+                truncate: bool = True, dtypes: Mapping[str, Any] | None = None) -> History:
         """The history a checkpoint covers (`record`: what `flush` returned), verified; with
         `truncate` (the caller writes this file next, holding its lock) the file is cut to it
         so later appends continue it. The extent is checked against the file's size before
@@ -136,7 +151,7 @@ class History:
         except OSError as e:
             raise FileFormatError(f"{path!r}: the checkpoint's history file cannot be read "
                                   f"({e.strerror}).") from None
-        h = cls.verified(path, head, body, fields, n_members, record)
+        h = cls.verified(path, head, body, fields, n_members, record, dtypes)
         if truncate:
             fd = open_for_writing(path, os.O_WRONLY)
             try:
@@ -147,10 +162,10 @@ class History:
 
     @classmethod
     def verified(cls, path: str, head: bytes, body: bytes, fields, n_members: int,
-                 record: dict) -> History:
+                 record: dict, dtypes: Mapping[str, Any] | None = None) -> History:
         """The history from the header line and records read from `path`, checked against a
         checkpoint's `record`."""
-        h = cls(fields, n_members)
+        h = cls(fields, n_members, dtypes)
         size, digest = (_record_field(path, record, k, t) for k, t in (("bytes", int),
                                                                        ("sha256", str)))
         if head != h._header() or len(body) != size:
@@ -190,18 +205,14 @@ class History:
             i += len(rec)
 
     def arrays(self, squeeze: bool) -> dict:
-        """`{field: (K, steps) array}` (`(steps,)` when `squeeze`; `wall_time`, shared by the
-        members, always `(steps,)`) and `eval`."""
+        """`{field: (K, steps) array of its dtype}` (`(steps,)` when `squeeze`: member 0's)
+        and `eval`."""
         data = np.stack(self.rows, axis=-1) if self.rows else np.zeros(
             (len(self.fields), self.n_members, 0))
         out = {}
         for i, name in enumerate(self.fields):
-            col = data[i]
-            if name in ("converged", "applied", "fallback", "alpha_raised"):
-                col = col.astype(bool)
-            elif name == "newton_iters":
-                col = col.astype(np.int64)
-            out[name] = col[0] if squeeze or name == "wall_time" else col
+            col = data[i].astype(self.dtypes[name], copy=False)
+            out[name] = col[0] if squeeze else col
         out["eval"] = list(self.evals)
         return out
 

@@ -28,7 +28,7 @@ stores its intermediate levels for backprop.
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Literal, get_args
 
 import jax
 import jax.numpy as jnp
@@ -38,7 +38,8 @@ from ._associative import associative_forward, associative_reverse
 from ._auto import auto_combine, auto_method as auto_method
 
 ScanMethod = Literal["auto", "sequential", "associative", "chunked"]
-METHODS = ("auto", "sequential", "associative", "chunked")
+#: The scan methods (the one list: `DEER(scan_method=...)` and the benchmarks read it).
+METHODS: tuple[str, ...] = get_args(ScanMethod)
 
 
 def _is_full(A, b) -> bool:

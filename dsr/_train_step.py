@@ -16,9 +16,12 @@ Loss (Hess, Götz, Durstewitz (2026), arXiv:2605.12683, Eq. 59–60):
 
 from __future__ import annotations
 
+from typing import Any, NamedTuple
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
 
@@ -29,9 +32,32 @@ from ._solver import AbstractSolver, Sequential, SolverInfo
 from ._windows import Windows
 from .models import AbstractGTFModel, AbstractModel, AbstractTeacherForcedModel
 
-#: Per-step, per-member history fields, in the order of `commit`'s record.
-FIELDS = ("loss", "mse", "alpha", "newton_iters", "converged", "applied", "fallback",
-          "alpha_raised")
+#: The fields of an update's per-member record and the dtype each has in `fit`'s history
+#: (the history file stores every value as float64). The one declaration: `StepRecord` and
+#: the history's fields follow it.
+RECORD_DTYPES: dict[str, Any] = {
+    "loss": np.float64, "mse": np.float64, "alpha": np.float64, "newton_iters": np.int64,
+    "converged": np.bool_, "applied": np.bool_, "fallback": np.bool_, "alpha_raised": np.bool_}
+
+
+class StepRecord(NamedTuple("StepRecord", [(name, Any) for name in RECORD_DTYPES])):
+    """One update's record, a `(K,)` array per field (`RECORD_DTYPES`): `loss`, `mse`,
+    `alpha`, `newton_iters`, `converged` (the solve), `applied` (the update),
+    `fallback` (the batch was re-solved sequentially), `alpha_raised`.
+
+    Inside the jitted update it travels packed as one `(fields, K)` array (`pack`), so an
+    update costs one device-to-host transfer; `unpack` names the rows again."""
+
+    __slots__ = ()
+
+    def pack(self, dtype) -> Array:
+        """The fields stacked into one `(fields, K)` array of `dtype`."""
+        return jnp.stack([jnp.asarray(v).astype(dtype) for v in self])
+
+    @classmethod
+    def unpack(cls, packed) -> StepRecord:
+        """The record of a `pack`ed array (rows in field order)."""
+        return cls(*packed)
 
 
 class StepConfig(eqx.Module):
@@ -173,8 +199,8 @@ def _where(mask, a, b):
 
 
 def commit(state: TrainState, prop: Proposal, cfg: StepConfig):
-    """Apply the finite proposals of active members; return `(new_state, record)` with the
-    record `(len(FIELDS), K)` of this step."""
+    """Apply the finite proposals of active members; return `(new_state, record)` with this
+    step's `StepRecord`, packed `(fields, K)`."""
     applied = state.active & prop.finite
     keep = lambda new, old: _where(applied, new, old)  # noqa: E731
     model = jax.tree_util.tree_map(keep, prop.model, state.model)
@@ -191,17 +217,17 @@ def commit(state: TrainState, prop: Proposal, cfg: StepConfig):
     active = state.active & (skipped < 10 * cfg.max_failures)
     new = TrainState(model, opt_state, alpha.astype(state.alpha.dtype), consecutive, skipped,
                      active, state.step + 1)
-    cols = (prop.loss, prop.mse, prop.alpha, prop.iters, prop.converged, applied, prop.fallback,
-            raise_alpha)
-    record = jnp.stack([c.astype(state.alpha.dtype) for c in cols])
-    return new, record
+    record = StepRecord(loss=prop.loss, mse=prop.mse, alpha=prop.alpha,
+                        newton_iters=prop.iters, converged=prop.converged, applied=applied,
+                        fallback=prop.fallback, alpha_raised=raise_alpha)
+    return new, record.pack(state.alpha.dtype)
 
 
 @eqx.filter_jit
 def propose_and_commit(state: TrainState, keys: PRNGKeyArray, windows: Windows,
                        cfg: StepConfig):
     """`propose` and `commit` in one program: `(proposal, new_state, record)`. The new state
-    is final unless some member's `fallback` flag (in the record) asks for `refine`."""
+    is final unless some member's `fallback` flag (in the packed record) asks for `refine`."""
     prop = propose(state, keys, windows, cfg)
     new, record = commit(state, prop, cfg)
     return prop, new, record

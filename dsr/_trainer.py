@@ -23,10 +23,13 @@ from ._generate import generate
 from ._history import History
 from ._io import clean_stale_temporaries
 from ._sharding import is_writer, process_count, to_host
-from ._train_step import FIELDS, TrainState, commit_jit, propose_and_commit, refine
+from ._train_step import (RECORD_DTYPES, StepRecord, TrainState, commit_jit, propose_and_commit,
+                          refine)
 from ._validation import eval_keys, initial_best, kept_model, member_scores, update_best
 
-HISTORY_FIELDS = FIELDS + ("wall_time",)
+#: The history's fields and their dtypes: each update's `StepRecord`, then its wall time.
+HISTORY_DTYPES = {**RECORD_DTYPES, "wall_time": np.float64}
+HISTORY_FIELDS = tuple(HISTORY_DTYPES)
 
 
 def _note(error: BaseException, text: str) -> None:
@@ -34,14 +37,13 @@ def _note(error: BaseException, text: str) -> None:
         error.add_note(text)
     else:
         warnings.warn(text, stacklevel=4)
-FALLBACK = FIELDS.index("fallback")
 
 
 class Trainer:
     def __init__(self, plan: Plan):
         self.plan = plan
         self.cfg = plan.cfg
-        self.history = History(HISTORY_FIELDS, plan.n_members)
+        self.history = History(HISTORY_FIELDS, plan.n_members, HISTORY_DTYPES)
         self.header = dict(plan.expected, members=plan.n_members)
         self.state = None
         self.free_run: list[dict] = [{} for _ in range(plan.n_members)]
@@ -75,7 +77,8 @@ class Trainer:
             # lock); a checkpoint resumed into another file is only read
             own = self.writer and ckpt is not None and identity(ckpt) == identity(path)
             state, self.history, best = restore(path, header, payload, state,
-                                                self.plan.n_members, self.best, truncate=own)
+                                                self.plan.n_members, self.best, truncate=own,
+                                                history_dtypes=HISTORY_DTYPES)
             self.best = best if best is not None else self.best
         pl = self.plan.placement
         state = pl.pad(to_host(state))
@@ -89,21 +92,22 @@ class Trainer:
 
     # ------------------------------------------------------------------ one update
 
-    def step(self) -> np.ndarray:
-        """One update of all members; returns the record `(fields, K)`."""
+    def step(self) -> StepRecord:
+        """One update of all members; returns its record (`(K,)` NumPy arrays)."""
         t0 = time.perf_counter()
-        prop, new_state, record = propose_and_commit(self.state, self.keys, self.windows,
+        prop, new_state, packed = propose_and_commit(self.state, self.keys, self.windows,
                                                      self.cfg)
-        row = to_host(record)
-        if np.any(row[FALLBACK]):
+        record = StepRecord.unpack(to_host(packed))
+        if np.any(record.fallback):
             prop = refine(self.state, prop, prop.fallback, self.cfg)
-            new_state, record = commit_jit(self.state, prop, self.cfg)
-            row = to_host(record)
-        row = row[:, :self.plan.n_members]
-        wall = np.full((1, self.plan.n_members), time.perf_counter() - t0)
-        self.history.append(np.concatenate([row, wall]))
+            new_state, packed = commit_jit(self.state, prop, self.cfg)
+            record = StepRecord.unpack(to_host(packed))
+        K = self.plan.n_members
+        record = StepRecord(*(v[:K] for v in record))
+        self.history.append(dict(record._asdict(),
+                                 wall_time=np.full(K, time.perf_counter() - t0)))
         self.state = new_state  # the only place the state advances
-        return row
+        return record
 
     # ------------------------------------------------------------------ the loop
 

@@ -133,3 +133,26 @@ def test_rmse_integer_types():
     got = dsr.metrics.rmse_n(_M, x, np.int64(8), warmup=np.int32(4), n_windows=np.uint8(3),
                              key=_KEY)
     assert got == ref
+
+
+def test_cli_evaluation_reuses_the_orbits_evaluate_generated():
+    """`evaluate(..., return_orbits=True)` returns the free runs its measures used; the
+    CLI's binned D_stsp and pictures use them and equal what generating them again gives."""
+    from dsr._cli._evaluation import binned_dstsp, eval_settings, evaluate_run, free_runs
+
+    model = random_shplrnn(2, 3, seed=3, scale=0.3, random_B=False)
+    x = self_generated(model, 320, jnp.array([0.5, -0.3, 0.2]))
+    opts = dict(context_steps=16, n_rmse=8, n_samples=500, embedding=None, gen_factor=1,
+                lyapunov_steps=50, progress=False)
+    settings, key = eval_settings(opts), jax.random.key(0)
+    ens = dsr.Ensemble.from_members([model, eqx.tree_at(lambda m: m.h, model, model.h + 1e-9)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the orbits collapse, as the data do
+        for m in (model, ens):
+            report, x_gens = evaluate_run(m, x, None, opts, key)
+            again = free_runs(m, x, settings)  # what the CLI generated a second time before
+            assert x_gens.dtype == np.float64 and x_gens.shape == again.shape == (len(again),
+                                                                                    320, 2)
+            assert np.array_equal(x_gens, again)
+            bins, _ = binned_dstsp(x, again, None, key)
+            assert [r["D_stsp_bins"] for r in report["members"]] == bins

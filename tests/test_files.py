@@ -285,3 +285,19 @@ def test_checkpoint_cost_does_not_grow_with_the_steps(tmp_path):
     assert large[3] == small[3]  # one history record appended
     assert abs(large[1] - small[1]) <= 16  # the same container (the step has more digits)
     assert large[0] < 3 * small[0] + 0.005
+
+
+def test_history_records_by_name_are_the_rows_of_the_file(tmp_path):
+    """A record of named fields is stored as the float64 row of those fields in order (the
+    file format of positional rows), and `arrays` gives each field the owner's dtype."""
+    named, rows = (History(("loss", "n", "ok"), 2, {"n": np.int64, "ok": np.bool_})
+                   for _ in range(2))
+    named.append({"ok": [True, False], "loss": np.float32([0.5, 1.25]), "n": [3, 4]})
+    rows.append(np.array([[0.5, 1.25], [3, 4], [1, 0]]))
+    a, b = named.flush(str(tmp_path / "a.history")), rows.flush(str(tmp_path / "b.history"))
+    assert a == b and (tmp_path / "a.history").read_bytes() == (tmp_path / "b.history").read_bytes()
+    out = named.arrays(squeeze=False)
+    assert out["n"].dtype == np.int64 and out["ok"].dtype == bool and out["loss"].dtype == np.float64
+    assert out["ok"].tolist() == [[True], [False]] and out["n"].tolist() == [[3], [4]]
+    with pytest.raises(ValueError, match="without the fields"):
+        named.append({"loss": [0.0, 0.0]})

@@ -51,17 +51,21 @@ PER_MEMBER = ("D_stsp", "D_stsp_stderr", "D_H", "RMSE_n", "lambda_max", "diverge
 
 
 def evaluate_members(model, test: TestSet, *, key, settings: dict, progress: bool
-                     ) -> tuple[list[dict], dict]:
+                     ) -> tuple[list[dict], dict, np.ndarray]:
     """`dsr.metrics.evaluate` of the model or ensemble (all members' free runs in one
-    vmapped generation): one dict per member, and the settings used."""
-    res = evaluate(model, test, key=key, progress=progress, **settings)
+    vmapped generation): one dict per member, the settings used, and the free runs
+    `(K, gen_factor·T, N)` (float64) the measures were computed from."""
+    res = evaluate(model, test, key=key, progress=progress, return_orbits=True, **settings)
     if not isinstance(model, Ensemble):
-        return [res], res["settings"]
-    return [{k: res[k][i] for k in PER_MEMBER} for i in range(len(model))], res["settings"]
+        return [res], res["settings"], res["orbits"][None]
+    return ([{k: res[k][i] for k in PER_MEMBER} for i in range(len(model))], res["settings"],
+            res["orbits"])
 
 
 def free_runs(model, x_test: np.ndarray, settings: dict) -> np.ndarray:
-    """`(K, gen_factor·T, N)` free runs from the test context, as `evaluate` draws them."""
+    """`(K, gen_factor·T, N)` free runs from the context `x_test[:warmup]`, as `evaluate`
+    draws them (for the pictures without test data; with test data `evaluate` returns its
+    own)."""
     dtype = jax.tree_util.tree_leaves(model)[0].dtype
     x = generate(model, settings["gen_factor"] * len(x_test), check=False,
                  context=jnp.asarray(x_test[:settings["warmup"]], dtype))
@@ -105,9 +109,8 @@ def evaluate_run(model, x_test: np.ndarray, dt, opts: dict, key, channel: bool =
     with `channel` (a delay-embedded run) also D_H of the recorded channel (column 0)."""
     t0 = time.perf_counter()
     settings = eval_settings(opts)
-    rows, used = evaluate_members(model, TestSet(x_test, dt), key=key, settings=settings,
-                                  progress=opts["progress"])
-    x_gens = free_runs(model, x_test, settings)
+    rows, used, x_gens = evaluate_members(model, TestSet(x_test, dt), key=key,
+                                          settings=settings, progress=opts["progress"])
     bins, note = binned_dstsp(x_test, x_gens, settings["embedding"], key)
     members = [_member_row(i, r, b) for i, (r, b) in enumerate(zip(rows, bins))]
     measures = list(MEASURES)

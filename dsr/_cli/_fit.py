@@ -27,17 +27,15 @@ from .._ensemble import ensemble
 from .._fit import fit
 from .._fit_setup import make_plan
 from .._serialization import model_spec, save
-from ..models import LSSM, ClippedShPLRNN, ShPLRNN
+from ..models import LSSM
 from ._run import (CONFIG_VERSION, RunFolder, device, now, read_history, run_keys, versions,
                    write_history)
 from ._data import (Layout, Standardization, embed_series, load_recordings, model_units, run_dt,
                     sha256)
 from ._errors import CLIError
 from ._evaluate import draw_reference, evaluate_and_draw
-from ._options import (FIT_DEFAULTS, FIT_OPTIONS, IDENTITY, OUTPUT, TRAINING_SETTINGS, resolve,
-                       schedule_object)
-
-MODEL_CLASSES = {"shplrnn": ShPLRNN, "clipped": ClippedShPLRNN, "lssm": LSSM}
+from ._options import (FIT_DEFAULTS, FIT_OPTIONS, IDENTITY, MODEL_CLASSES, OUTPUT,
+                       TRAINING_SETTINGS, resolve, schedule_object)
 
 
 @dataclasses.dataclass

@@ -20,15 +20,19 @@ from collections.abc import Callable
 from typing import Any
 
 from .._fit import fit
+from .._fit_setup import RESUME_SETTINGS as RESUME_SETTINGS
+from .._solver import SOLVER_NAMES
+from .._validation import KEEP
 from ..metrics import evaluate
+from ..models import LSSM, ClippedShPLRNN, ShPLRNN
 from ._errors import CLIError
 
 FIT_DEFAULTS = {k: p.default for k, p in inspect.signature(fit).parameters.items()}
 EVAL_DEFAULTS = {k: p.default for k, p in inspect.signature(evaluate).parameters.items()}
 
-MODELS = ("clipped", "shplrnn", "lssm")
-SOLVERS = ("auto", "deer", "quasi", "sequential")
-RESUME_SETTINGS = ("check", "checkpoint", "call")
+#: `--model` names and their classes (the first is the default).
+MODEL_CLASSES = {"clipped": ClippedShPLRNN, "shplrnn": ShPLRNN, "lssm": LSSM}
+MODELS = tuple(MODEL_CLASSES)
 
 # ------------------------------------------------------------------------------ converters
 
@@ -247,7 +251,7 @@ DATA = [
            "per time unit; default: a data_gen set's dt, else 1 = per step)", "data"),
 ]
 MODEL = [
-    Option("model", _choice(*MODELS), "clipped", "clipped = ClippedShPLRNN (bounded orbits; "
+    Option("model", _choice(*MODELS), MODELS[0], "clipped = ClippedShPLRNN (bounded orbits; "
            "recommended for recordings), shplrnn = ShPLRNN (Eq. 5), lssm = LSSM", "model"),
     Option("latent_dim", integer(1, optional=True), None, "latent dimension M (default: N, the "
            "number of variables)", "model", "M"),
@@ -269,7 +273,7 @@ TRAINING = [
     Option("lr_schedule", _schedule, "cosine", "learning-rate schedule: cosine (to lr/50) or "
            "exponential[:FINAL] (geometric decay to FINAL, default 1e-6, as the GTF authors)",
            "training", "NAME"),
-    Option("solver", _choice(*SOLVERS), F["solver"], "GTF solver", "training"),
+    Option("solver", _choice(*SOLVER_NAMES), F["solver"], "GTF solver", "training"),
     Option("runs", integer(1), 1, "independent runs K, trained together as one ensemble",
            "training", "K"),
     Option("seed", integer(0), 0, "random seed (initialization, windows, evaluation)", "training"),
@@ -280,7 +284,7 @@ TRAINING = [
     Option("validation", _validation, None, "free-run validation data: a recording (same "
            "format as DATA) or a fraction in (0, 1) of the training data taken from its end",
            "training", "FILE|FRACTION"),
-    Option("keep", _choice("last", "best"), F["keep"], "keep the parameters of the last "
+    Option("keep", _choice(*KEEP), F["keep"], "keep the parameters of the last "
            "update or each run's best validation step (needs --validation)", "training"),
     Option("eval_every", integer(1, optional=True), F["eval_every"], "updates between "
            "validation free runs (default: 20 per fit)", "training"),

@@ -157,6 +157,7 @@ def evaluate(
     smoothing: float = 20.0,
     lyapunov_steps: int = 20_000,
     progress: bool | None = None,
+    return_orbits: bool = False,
 ) -> dict:
     """Warm up on the test data, generate a free orbit of `gen_factor ×` the test length and
     return every measure with the settings used.
@@ -166,7 +167,8 @@ def evaluate(
     `n_rmse`, `n_windows`: RMSE(n) settings; `n_samples`: D_stsp Monte-Carlo samples;
     `embedding`: `"paper"` (App. G settings for the system, none for fully observed
     Lorenz-63), `None` or `(m, τ)`; `smoothing`: D_H kernel width; `lyapunov_steps`;
-    `progress`: tqdm bars naming each step (default: only for long evaluations).
+    `progress`: tqdm bars naming each step (default: only for long evaluations);
+    `return_orbits`: also return the free orbits the measures were computed from.
 
     **Time.** Bounded: a diverged orbit gives D_stsp = inf at once (and λ_max = NaN when its
     last state is not finite); a collapsed one (fixed point, short cycle) or one far from the
@@ -177,7 +179,8 @@ def evaluate(
     time unit when the data set has `dt`, else per step), `diverged`, `settings`, and
     `status` (`"ok"`, `"diverged"`, `"collapsed"` or `"off"`: bounded but outside the test
     data's range, see `dsr.orbit_status`), `notes` (why), `D_stsp_status`,
-    `D_stsp_note`.
+    `D_stsp_note`; with `return_orbits`, `orbits`: the free orbit `(gen_factor·T, N)` (float64,
+    `(K, gen_factor·T, N)` for an ensemble), so a caller that needs it does not generate it again.
 
     **Ensembles.** For an `Ensemble` of K members the free orbits are generated in one
     vmapped call; each scalar measure is an array `(K,)`, `diverged` a bool array,
@@ -192,17 +195,20 @@ def evaluate(
         lyapunov_steps=lyapunov_steps)
     key = check_key("key", key)
     progress = None if progress is None else check_bool("progress", progress)
+    return_orbits = check_bool("return_orbits", return_orbits)
     K = len(model) if isinstance(model, Ensemble) else 1
     work = K * s["n_samples"] * (x.shape[0] + s["n_gen"])
     show = progress if progress is not None else work > 3e9
     if isinstance(model, Ensemble):
-        return evaluate_ensemble(model, x, s, key, show, _member_measures)
+        return evaluate_ensemble(model, x, s, key, show, _member_measures, return_orbits)
     with Progress(show, "evaluate: free-running orbit", total=2) as bar:
         x_gen, z_last = free_orbit(model, x, s)
         bar.update()
         bar.stage("evaluate: D_stsp, D_H, RMSE(n), λ_max")
         out = _member_measures(model, x, x_gen, z_last, s, key, progress)
         bar.update()
+    if return_orbits:
+        out["orbits"] = x_gen
     return {**out, "settings": s}
 
 

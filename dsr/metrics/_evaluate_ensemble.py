@@ -27,10 +27,12 @@ def free_orbits(ens, x: np.ndarray, settings: dict):
     return np.asarray(x_gen, np.float64), z_gen[:, -1]
 
 
-def evaluate_ensemble(ens, x: np.ndarray, settings: dict, key, show: bool, member_measures):
+def evaluate_ensemble(ens, x: np.ndarray, settings: dict, key, show: bool, member_measures,
+                      return_orbits: bool = False):
     """Per-member measures of `ens` on the test orbit `x`; member i uses
     `jax.random.split(key, K)[i]` exactly as `evaluate(ens[i], ..., key=that)` does, so its
-    entries equal the solo evaluation's (up to the rounding of a vmapped generation)."""
+    entries equal the solo evaluation's (up to the rounding of a vmapped generation). With
+    `return_orbits`, `orbits` holds the free orbits `(K, n_gen, N)`."""
     K = len(ens)
     keys = jax.random.split(key, K)
     per = []
@@ -46,4 +48,6 @@ def evaluate_ensemble(ens, x: np.ndarray, settings: dict, key, show: bool, membe
     for name in ("status", "notes", "D_stsp_status", "D_stsp_note"):
         out[name] = [p[name] for p in per]
     out["summary"] = summarize(out)
+    if return_orbits:
+        out["orbits"] = x_gen
     return {**out, "settings": settings}
