@@ -37,6 +37,11 @@ def parse(argv):
                         "data); default: both (--quick: clean)")
     p.add_argument("--members", type=int, metavar="K", help="ensemble members / seeds")
     p.add_argument("--steps", type=int, metavar="N", help="dsr training updates")
+    p.add_argument("--numpy-rhs", action="store_true",
+                   help="for every dysts system use dysts' own NumPy right-hand side (scipy "
+                        "solve_ivp for the data, RK4 through a host callback for the floor), "
+                        "the fallback otherwise taken only where its jax.numpy copy does not "
+                        "trace or disagrees: slower, a cross-check")
     p.add_argument("--out", required=True, metavar="DIR")
     p.add_argument("--report-only", action="store_true",
                    help="train nothing: tables and figure from the cells already in DIR "
@@ -53,9 +58,12 @@ def parse(argv):
 
 def main(argv=None) -> int:
     a = parse(sys.argv[1:] if argv is None else argv)
-    systems = check_systems(a.systems or (QUICK_SYSTEMS if a.quick else DEFAULT_SYSTEMS))
+    systems = check_systems(a.systems or (QUICK_SYSTEMS if a.quick else DEFAULT_SYSTEMS),
+                            a.numpy_rhs)
     s = dict(QUICK if a.quick else DEFAULT, systems=systems, methods=list(a.methods),
              quick=a.quick)
+    if a.numpy_rhs:  # recorded only when set: the settings of earlier runs stay valid
+        s["numpy_rhs"] = True
     s["variants"] = list(a.variants or s.get("variants", VARIANTS))
     for opt in ("members", "steps"):
         if getattr(a, opt) is not None:

@@ -7,6 +7,7 @@ import os
 import time
 
 import jax
+import numpy as np
 
 from ._cells import cell_path, load_cell, write_json
 from ._dsr_method import dsr_members
@@ -36,6 +37,15 @@ def _members(method, data, s, system, out, name, variant):
     raise ValueError(method)
 
 
+SPREAD_WARN = 10.0
+
+
+def spread(data) -> float:
+    """How far (in clean train stds) the test and floor trajectories reach: far beyond a few,
+    the three initial conditions do not share one attractor (or the system drifts)."""
+    return float(max(np.abs(data["test"]).max(), np.abs(data["floor"]).max()))
+
+
 def run_cell(out, name, variant, method, system, data, s, lyap_ref, log):
     if load_cell(out, name, variant, method) is not None:
         log(f"  {method}: done before (checkpoint), skipped")
@@ -58,19 +68,26 @@ def run_cell(out, name, variant, method, system, data, s, lyap_ref, log):
         except Exception as e:  # a failed method is a result, not a crash of the comparison
             log(f"  {method}: FAILED {type(e).__name__}: {e}")
             members = [dict(failed=True, error=f"{type(e).__name__}: {e}")]
+    info = dict(system.info(), max_abs_std=spread(data))
     cell = dict(system=name, variant=variant, method=method, members=members,
-                wall_s=time.perf_counter() - t0, lambda_ref=lyap_ref)
+                wall_s=time.perf_counter() - t0, lambda_ref=lyap_ref, system_info=info)
     write_json(cell_path(out, name, variant, method), cell)
     log(f"  {method}: {len(members)} member(s), {cell['wall_s']:.1f} s")
 
 
 def run(out: str, s: dict, log=print) -> None:
     for name in s["systems"]:
-        system = System(name, s["pts_per_period"])
+        system = System(name, s["pts_per_period"], s.get("numpy_rhs", False))
         for variant in s["variants"]:
-            log(f"{name} ({variant}), dt = {system.dt:.4g}")
+            t0 = time.perf_counter()
             data = make_data(system, s["n_train"], s["n_test"], s["transient"],
                              VARIANTS[variant], s["seed"])
+            log(f"{name} ({variant}), dt = {system.dt:.4g}, data by {system.integrator} "
+                f"({time.perf_counter() - t0:.1f} s)"
+                + (f"; fallback: {system.field_note}" if system.field_note else ""))
+            if spread(data) > SPREAD_WARN:
+                log(f"  warning: the test / floor trajectories reach {spread(data):.3g} train "
+                    f"stds: the initial conditions may not share one attractor")
             lyap_ref = system.lyap_ref
             if not math.isfinite(lyap_ref):  # no dysts estimate: the true field's own, same code
                 lyap_ref = lyapunov(truth_member(system, data), data["test"][:WARMUP], system.dt)
