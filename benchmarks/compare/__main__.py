@@ -58,9 +58,10 @@ def parse(argv):
 
 def main(argv=None) -> int:
     a = parse(sys.argv[1:] if argv is None else argv)
+    base = QUICK if a.quick else DEFAULT
     systems = check_systems(a.systems or (QUICK_SYSTEMS if a.quick else DEFAULT_SYSTEMS),
-                            a.numpy_rhs)
-    s = dict(QUICK if a.quick else DEFAULT, systems=systems, methods=list(a.methods),
+                            a.numpy_rhs, base["pts_per_period"])
+    s = dict(base, systems=systems, methods=list(a.methods),
              quick=a.quick)
     if a.numpy_rhs:  # recorded only when set: the settings of earlier runs stay valid
         s["numpy_rhs"] = True

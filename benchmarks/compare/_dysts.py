@@ -173,6 +173,8 @@ def _min(*a, **k):
 
 
 def _jnp_copy(f):
+    while isinstance(f, staticmethod):  # `@staticmethod @staticjit`: wrapped twice
+        f = f.__func__
     f = getattr(f, "py_func", f)  # a numba dispatcher's Python function
     g = {**f.__globals__, "np": jnp, "max": _max, "min": _min}
     return types.FunctionType(f.__code__, g, f.__name__, f.__defaults__, f.__closure__)

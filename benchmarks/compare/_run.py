@@ -14,7 +14,7 @@ from ._dsr_method import dsr_members
 from ._esn import esn_members
 from ._measures import member_measures, orbit_measures, validation_score, WARMUP, lyapunov
 from ._sindy import sindy_members
-from ._systems import System, make_data
+from ._systems import get_system, make_data
 from ._truth import truth_member
 from ._var import var_members
 
@@ -76,9 +76,16 @@ def run_cell(out, name, variant, method, system, data, s, lyap_ref, log):
 
 
 def run(out: str, s: dict, log=print) -> None:
+    methods = ("floor",) + tuple(s["methods"])
     for name in s["systems"]:
-        system = System(name, s["pts_per_period"], s.get("numpy_rhs", False))
+        system = None
         for variant in s["variants"]:
+            if all(load_cell(out, name, variant, m) is not None for m in methods):
+                log(f"{name} ({variant}): all {len(methods)} cells done before (checkpoint), "
+                    f"skipped")  # no data set needed
+                continue
+            if system is None:
+                system = get_system(name, s["pts_per_period"], s.get("numpy_rhs", False))
             t0 = time.perf_counter()
             data = make_data(system, s["n_train"], s["n_test"], s["transient"],
                              VARIANTS[variant], s["seed"])
@@ -91,5 +98,5 @@ def run(out: str, s: dict, log=print) -> None:
             lyap_ref = system.lyap_ref
             if not math.isfinite(lyap_ref):  # no dysts estimate: the true field's own, same code
                 lyap_ref = lyapunov(truth_member(system, data), data["test"][:WARMUP], system.dt)
-            for method in ("floor",) + tuple(s["methods"]):
+            for method in methods:
                 run_cell(out, name, variant, method, system, data, s, lyap_ref, log)

@@ -9,6 +9,8 @@ sine or cosine, as dysts' `make_trajectory` does by default) is applied to the o
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from . import _dysts
@@ -28,7 +30,13 @@ def dysts_names() -> list[str]:
     return _dysts.flow_names()
 
 
-def check_systems(names, numpy_rhs: bool = False) -> list[str]:
+@functools.lru_cache(maxsize=16)
+def get_system(name: str, pts_per_period: int, numpy_rhs: bool = False) -> "System":
+    """One `System` per settings in a process: `check_systems` builds it, `run` reuses it."""
+    return System(name, pts_per_period, numpy_rhs)
+
+
+def check_systems(names, numpy_rhs: bool = False, pts_per_period: int = 100) -> list[str]:
     """The `--systems` names, checked before anything long runs: each must be a dysts flow this
     comparison supports (or `Lorenz96`); one line naming the system and why otherwise."""
     names = list(names)
@@ -38,7 +46,7 @@ def check_systems(names, numpy_rhs: bool = False) -> list[str]:
         if n == L96:
             continue
         try:
-            System(n, 30, numpy_rhs)
+            get_system(n, pts_per_period, numpy_rhs)
         except KeyError:
             raise SystemExit(f"error: --systems: {n!r} is not a dysts system (nor {L96!r}); "
                              f"known: {', '.join(dysts_names())}") from None
