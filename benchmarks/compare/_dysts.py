@@ -311,7 +311,8 @@ def solve_scipy(f: NumpyRHS, s, x0s, n_steps: int, dt: float, transient: int):
                 out.append(sol.y.T)
                 used.add(method)
                 break
-            at = f" at t = {sol.t[-1]:.4g} of {t_eval[-1]:.4g}" if sol.t.size else ""
+            ts = np.asarray(sol.t)
+            at = f" at t = {ts[-1]:.4g} of {t_eval[-1]:.4g}" if ts.size else ""
             why.append(f"{method}: {sol.message if sol.status else 'not finite'}{at}")
         else:
             raise RuntimeError("scipy solve_ivp failed (" + "; ".join(why) + ")")

@@ -80,6 +80,8 @@ def systems_table(cells: list[dict], s: dict) -> list[str]:
         why = f"; jax.numpy copy not used: {i['fallback_reason']}" if i.get("fallback_reason") \
             else ""
         obs = "dysts post-processed coordinates" if i.get("postprocessed") else "state"
+        if i.get("ic_shrink") not in (None, 1.0):
+            obs += f"; initial perturbation ×{i['ic_shrink']:g}"
         far = read_number(i.get("max_abs_std"))
         if far is not None and not float(far) <= 10:  # also nan / inf
             obs += f"; ⚠ test / floor reach {float(far):.3g} train stds"

@@ -91,7 +91,9 @@ def run(out: str, s: dict, log=print) -> None:
                              VARIANTS[variant], s["seed"])
             log(f"{name} ({variant}), dt = {system.dt:.4g}, data by {system.integrator} "
                 f"({time.perf_counter() - t0:.1f} s)"
-                + (f"; fallback: {system.field_note}" if system.field_note else ""))
+                + (f"; fallback: {system.field_note}" if system.field_note else "")
+                + (f"; initial perturbation ×{system.ic_shrink:g}" if system.ic_shrink != 1
+                   else ""))
             if spread(data) > SPREAD_WARN:
                 log(f"  warning: the test / floor trajectories reach {spread(data):.3g} train "
                     f"stds: the initial conditions may not share one attractor")

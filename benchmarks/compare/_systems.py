@@ -23,6 +23,7 @@ DEFAULT_SYSTEMS = ("Lorenz", "Rossler", "Thomas", "Halvorsen", "Chua", "Hindmars
 QUICK_SYSTEMS = ("Lorenz", "Thomas")
 L96 = "Lorenz96"  # data_gen's field, not dysts' (dysts has its own `Lorenz96`)
 DIFFRAX = "diffrax Tsit5 (jax.numpy copy of the dysts right-hand side)"
+IC_SHRINK = (1.0, 0.1, 0.01)
 
 
 def dysts_names() -> list[str]:
@@ -66,7 +67,8 @@ class System:
         self.name = name
         self.np_rhs = None
         self.field_note = ""
-        self.integrator = None  # set by the first `trajectories`
+        self.integrator = None  # set by `trajectories`
+        self.ic_shrink = None  # set by `make_data`
         self.post = None  # (numpy, jax) post-processing of the raw state into observations
         self._cache = {}
         if name == L96:
@@ -120,6 +122,7 @@ class System:
         if self.field is not None:
             from data_gen._integrate import integrate
 
+            self.field_note = ""  # (a note of an earlier call's diffrax failure)
             try:
                 raw = integrate(self.field, x0s, np.zeros(len(x0s)), n_steps=n_steps,
                                 dt=self.dt, args=self.args, transient=transient, rtol=1e-9,
@@ -167,7 +170,7 @@ class System:
                                "RK4 on dysts' NumPy right-hand side (host callback)"),
                     fallback_reason=self.field_note or None,
                     rhs_vectorized=None if self.np_rhs is None else self.np_rhs.vectorized,
-                    postprocessed=self.post is not None)
+                    postprocessed=self.post is not None, ic_shrink=self.ic_shrink)
 
 
 def make_data(system: System, n_train: int, n_test: int, transient: int, noise: float,
@@ -175,15 +178,25 @@ def make_data(system: System, n_train: int, n_test: int, transient: int, noise: 
     """Train (its last fifth is the validation split), test and an independent floor trajectory
     from three initial conditions; standardized with the clean train mean and std; `noise`:
     Gaussian observation noise (fraction of the clean std) on train and validation only.
+    The initial conditions are dysts' plus 0.1 (|x0| + 1) × N(0, 1), the perturbation shrunk
+    by 10 (and 100) where the solve from it fails (it left the basin: `ic_shrink` in `info`).
     Observations are dysts' post-processed coordinates where it has them; `test_raw` is the raw
     state of the test trajectory (the floor's warm-up needs it then)."""
     rng = np.random.default_rng(seed)
     scale = 0.1 * (np.abs(system.x0) + 1.0)
-    x0s = system.x0 + scale * rng.standard_normal((3, system.dim))
-    try:
-        raw = system.trajectories(x0s, max(n_train, n_test), transient)
-    except RuntimeError as e:
-        raise RuntimeError(f"{system.name}: the true system's solve failed: {e}") from e
+    u = rng.standard_normal((3, system.dim))
+    errors = []
+    for shrink in IC_SHRINK:  # a perturbation that leaves the basin (the solve blows up): smaller
+        x0s = system.x0 + shrink * scale * u
+        try:
+            raw = system.trajectories(x0s, max(n_train, n_test), transient)
+            break
+        except RuntimeError as e:
+            errors.append(f"×{shrink:g}: {e}")
+    else:
+        raise RuntimeError(f"{system.name}: the true system's solve failed from the perturbed "
+                           f"initial conditions (perturbation " + "; ".join(errors) + ")")
+    system.ic_shrink = shrink
     if not np.all(np.isfinite(raw)):
         raise RuntimeError(f"{system.name}: the true system's solve is not finite")
     obs = raw if system.post is None else system.post[0](raw)
