@@ -51,11 +51,11 @@ def _quiet_import():
 
 def flow_names() -> list[str]:
     """Every continuous-time dysts system name (ODEs and delay equations)."""
-    import dysts.systems
-
     _quiet_import()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        import dysts.systems
+
         return sorted(dysts.systems.get_attractor_list("continuous"))
 
 
