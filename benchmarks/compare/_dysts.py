@@ -11,10 +11,12 @@ on the integrated trajectory).
 Where it does not (item assignment, conditionals on values, NumPy-only calls, ...), the
 **fallback** is dysts' own right-hand side: integrated by scipy's `solve_ivp` (LSODA, which
 switches between non-stiff Adams and stiff BDF steps by itself; Radau, dysts' own default,
-where LSODA fails; dysts' Jacobian where it has one; the same tolerances and sampling). The
-same integrator is used where the diffrax solve fails (a stiff system past its step cap). And, for the true-system floor and the Lyapunov reference, stepped by the same RK4
-map as the JAX fields but on the host (`jax.pure_callback`, its tangent by central finite
-differences of that map in float64).
+where LSODA fails; dysts' Jacobian where it has one; the same tolerances and sampling), and,
+for the true-system floor and the Lyapunov reference, stepped by the same RK4 map as the JAX
+fields but on the host (`jax.pure_callback`, its tangent by central finite differences of
+that map in float64). The same scipy integrator makes the data where the diffrax solve fails
+(a stiff system past its step cap); the copy then still serves the floor if it agrees on
+that trajectory.
 
 Refused, with one line naming the system and why, before anything trains: delay equations
 (`DynSysDelay`: the state is a history, not a point), discrete maps (`dysts.maps`) and
