@@ -116,12 +116,56 @@ def test_quick_run_writes_every_method_member_and_measure(tmp_path):
     assert "done before" in (out / "log.txt").read_text()
 
 
+def test_unsupported_dysts_names_stop_with_one_line_before_anything_runs(tmp_path):
+    for name, why in [("MackeyGlass", "delay"), ("Henon", "discrete map"),
+                      ("Torus", "non-autonomous")]:
+        out = tmp_path / name
+        with pytest.raises(SystemExit) as e:
+            cli.main(["--systems", "Lorenz", name, "--out", str(out)])
+        msg = str(e.value)
+        assert "--systems" in msg and name in msg and why in msg and "\n" not in msg, msg
+        assert not out.exists()
+
+
+def test_fallback_map_equals_the_jax_map():
+    """Colpitts' dysts `rhs` is a method (it did not trace before); its jax.numpy copy is used,
+    and the fallback's host RK4 map (dysts' NumPy code, finite-difference JVP) agrees with it."""
+    import jax.numpy as jnp
+
+    from benchmarks.compare._dysts import host_rk4_map
+    from benchmarks.compare._systems import System
+
+    s = System("Colpitts", 100)
+    assert s.field is not None and not s.field_note
+    assert System("Colpitts", 100, numpy_rhs=True).field is None
+    with jax.enable_x64(True):
+        f_jax, f_host = s.flow_map(20), host_rk4_map(s.np_rhs, s.dt, 20)
+        x = jnp.asarray(s.x0 + 0.01)
+        v = jnp.ones_like(x) / np.sqrt(x.size)
+        np.testing.assert_allclose(f_host(x), f_jax(x), rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(jax.vmap(f_host)(jnp.stack([x, 2 * x]))[1], f_jax(2 * x),
+                                   rtol=1e-12, atol=1e-12)
+        w_jax = jax.jvp(f_jax, (x,), (v,))[1]
+        w_host = jax.jit(lambda x, v: jax.jvp(f_host, (x,), (v,))[1])(x, v)
+        np.testing.assert_allclose(w_host, w_jax, rtol=1e-7, atol=1e-9)
+
+
 @pytest.mark.slow
-def test_any_dysts_system_by_name(tmp_path):
-    names = ["Sakarya", "Dadras"]
+def test_any_dysts_system_by_name_with_the_fallback(tmp_path):
+    """Two systems outside the default set on dysts' own NumPy right-hand side (the fallback,
+    forced for both by `--numpy-rhs`): scipy data, the floor's map through a host callback.
+    Colpitts' right-hand side is a method with `np.heaviside`; ForcedBrusselator has a phase
+    coordinate that dysts post-processes (sin z), so its floor warms up by lookup."""
+    names = ["Colpitts", "ForcedBrusselator"]
     assert not set(names) & set(DEFAULT_SYSTEMS)
     out = tmp_path / "s"
-    methods = ["ESN", "VAR1"]
-    assert cli.main(["--quick", "--systems", *names, "--methods", *methods, "--members", "1",
-                     "--variants", "noisy", "--out", str(out)]) == 0
-    _check_payload(out, names, methods, 1, variants=("noisy",))
+    assert cli.main(["--quick", "--systems", *names, "--methods", "VAR1", "--members", "1",
+                     "--variants", "noisy", "--numpy-rhs", "--out", str(out)]) == 0
+    p = _check_payload(out, names, ["VAR1"], 1, variants=("noisy",))
+    assert p["settings"]["numpy_rhs"]
+    for n in names:
+        info = p["systems"][n]
+        assert info["integrator"].startswith("scipy solve_ivp"), info
+        assert "host callback" in info["floor_map"] and info["fallback_reason"], info
+    assert p["systems"]["ForcedBrusselator"]["postprocessed"]
+    assert "scipy solve_ivp" in (out / "table.md").read_text()

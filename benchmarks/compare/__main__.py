@@ -4,6 +4,7 @@ an echo-state network and VAR(1) on dysts systems and Lorenz-96, clean and with 
 noise; every member of every method in `DIR/compare.json`, a table (`DIR/table.md`, printed)
 and a figure (`DIR/compare.png`). Finished (system, variant, method) cells are checkpointed
 under `DIR/cells/` (and dsr's training under `DIR/ckpt/`): rerunning the same command resumes.
+`--check-systems` makes only the data sets (no training) and says, per system, how or why not.
 """
 
 from __future__ import annotations
@@ -37,6 +38,15 @@ def parse(argv):
                         "data); default: both (--quick: clean)")
     p.add_argument("--members", type=int, metavar="K", help="ensemble members / seeds")
     p.add_argument("--steps", type=int, metavar="N", help="dsr training updates")
+    p.add_argument("--numpy-rhs", action="store_true",
+                   help="for every dysts system use dysts' own NumPy right-hand side (scipy "
+                        "solve_ivp for the data, RK4 through a host callback for the floor), "
+                        "the fallback otherwise taken only where its jax.numpy copy does not "
+                        "trace or disagrees: slower, a cross-check")
+    p.add_argument("--check-systems", action="store_true",
+                   help="train nothing: only make the data set of each --systems name (default: "
+                        "every dysts flow), each in its own process (≤ 300 s), and say how or "
+                        "why not, one line each, in DIR/check_systems.json")
     p.add_argument("--out", required=True, metavar="DIR")
     p.add_argument("--report-only", action="store_true",
                    help="train nothing: tables and figure from the cells already in DIR "
@@ -53,9 +63,21 @@ def parse(argv):
 
 def main(argv=None) -> int:
     a = parse(sys.argv[1:] if argv is None else argv)
-    systems = check_systems(a.systems or (QUICK_SYSTEMS if a.quick else DEFAULT_SYSTEMS))
-    s = dict(QUICK if a.quick else DEFAULT, systems=systems, methods=list(a.methods),
+    base = QUICK if a.quick else DEFAULT
+    if a.check_systems:
+        from ._check import check_systems_run
+        from ._systems import dysts_names
+
+        names = a.systems or dysts_names()
+        s = dict(base, numpy_rhs=True) if a.numpy_rhs else dict(base)
+        rows = check_systems_run(names, s, a.out)
+        return 0 if all(r["status"].startswith("ok") for r in rows) else 1
+    systems = check_systems(a.systems or (QUICK_SYSTEMS if a.quick else DEFAULT_SYSTEMS),
+                            a.numpy_rhs, base["pts_per_period"])
+    s = dict(base, systems=systems, methods=list(a.methods),
              quick=a.quick)
+    if a.numpy_rhs:  # recorded only when set: the settings of earlier runs stay valid
+        s["numpy_rhs"] = True
     s["variants"] = list(a.variants or s.get("variants", VARIANTS))
     for opt in ("members", "steps"):
         if getattr(a, opt) is not None:

@@ -55,13 +55,48 @@ def _fmt(med, mad) -> str:
     return f(med) if mad == 0 or math.isnan(mad) else f"{f(med)} ± {f(mad)}"
 
 
+def systems_info(cells: list[dict]) -> dict:
+    """Per system, how its data set and floor were made (from its cells; older runs did not
+    record it)."""
+    out = {}
+    for c in cells:
+        if c.get("system_info") and c["system"] not in out:
+            out[c["system"]] = dict(c["system_info"], lambda_ref=c.get("lambda_ref"))
+    return out
+
+
+def systems_table(cells: list[dict], s: dict) -> list[str]:
+    info = systems_info(cells)
+    md = ["\n**Systems** (how each data set and the floor's map were made)\n",
+          "| system | D | Δt | λ_ref | data integrated by | floor's map | observed |",
+          "|---|---|---|---|---|---|---|"]
+    for n in s["systems"]:
+        i = info.get(n)
+        if i is None:
+            md.append(f"| {n} | (not recorded) | | | | | |")
+            continue
+        lam = read_number(i.get("lambda_ref"))
+        lam = "—" if lam is None or not math.isfinite(float(lam)) else f"{float(lam):.3g}"
+        why = f"; jax.numpy copy not used: {i['fallback_reason']}" if i.get("fallback_reason") \
+            else ""
+        obs = "dysts post-processed coordinates" if i.get("postprocessed") else "state"
+        if i.get("ic_shrink") not in (None, 1.0):
+            obs += f"; initial perturbation ×{i['ic_shrink']:g}"
+        far = read_number(i.get("max_abs_std"))
+        if far is not None and not float(far) <= 10:  # also nan / inf
+            obs += f"; ⚠ test / floor reach {float(far):.3g} train stds"
+        md.append(f"| {n} | {i['dim']} | {i['dt']:.4g} | {lam} | {i['integrator']}{why} | "
+                  f"{i['floor_map']} | {obs} |")
+    return md
+
+
 def tables(cells: list[dict], s: dict) -> tuple[str, dict, dict]:
     by = {(c["system"], c["variant"], c["method"]): c for c in cells}
     methods = list(s["methods"])
     rows = [(n, v) for n in s["systems"] for v in s["variants"]
             if any((n, v, m) in by for m in methods)]
     wins = {meas: {m: 0 for m in methods} for meas in MEASURES}
-    md, losses = [], []
+    md, losses = systems_table(cells, s), []
     for meas in MEASURES:
         cols = ["floor"] + methods if meas != "train_s" else methods
         md.append(f"\n**{meas}**" + (f" ({UNITS[meas]})" if UNITS[meas] else "")
@@ -119,7 +154,8 @@ def report(out: str, s: dict, log=print) -> dict:
     md, wins, wall = tables(cells, s)
     n_expected = len(s["systems"]) * len(s["variants"]) * (1 + len(s["methods"]))
     result = dict(settings=s, complete=len(cells) == n_expected, n_cells=len(cells),
-                  n_cells_expected=n_expected, wins=wins, wall_s_per_method=wall, cells=cells)
+                  n_cells_expected=n_expected, wins=wins, wall_s_per_method=wall,
+                  systems=systems_info(cells), cells=cells)
     write_json(os.path.join(out, "compare.json"), result)
     with open(os.path.join(out, "table.md"), "w") as f:
         f.write(md)

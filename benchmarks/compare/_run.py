@@ -7,13 +7,14 @@ import os
 import time
 
 import jax
+import numpy as np
 
 from ._cells import cell_path, load_cell, write_json
 from ._dsr_method import dsr_members
 from ._esn import esn_members
 from ._measures import member_measures, orbit_measures, validation_score, WARMUP, lyapunov
 from ._sindy import sindy_members
-from ._systems import System, make_data
+from ._systems import get_system, make_data
 from ._truth import truth_member
 from ._var import var_members
 
@@ -34,6 +35,15 @@ def _members(method, data, s, system, out, name, variant):
     if method == "VAR1":
         return var_members(data, s["members"], s)
     raise ValueError(method)
+
+
+SPREAD_WARN = 10.0
+
+
+def spread(data) -> float:
+    """How far (in clean train stds) the test and floor trajectories reach: far beyond a few,
+    the three initial conditions do not share one attractor (or the system drifts)."""
+    return float(max(np.abs(data["test"]).max(), np.abs(data["floor"]).max()))
 
 
 def run_cell(out, name, variant, method, system, data, s, lyap_ref, log):
@@ -58,21 +68,37 @@ def run_cell(out, name, variant, method, system, data, s, lyap_ref, log):
         except Exception as e:  # a failed method is a result, not a crash of the comparison
             log(f"  {method}: FAILED {type(e).__name__}: {e}")
             members = [dict(failed=True, error=f"{type(e).__name__}: {e}")]
+    info = dict(system.info(), max_abs_std=spread(data))
     cell = dict(system=name, variant=variant, method=method, members=members,
-                wall_s=time.perf_counter() - t0, lambda_ref=lyap_ref)
+                wall_s=time.perf_counter() - t0, lambda_ref=lyap_ref, system_info=info)
     write_json(cell_path(out, name, variant, method), cell)
     log(f"  {method}: {len(members)} member(s), {cell['wall_s']:.1f} s")
 
 
 def run(out: str, s: dict, log=print) -> None:
+    methods = ("floor",) + tuple(s["methods"])
     for name in s["systems"]:
-        system = System(name, s["pts_per_period"])
+        system = None
         for variant in s["variants"]:
-            log(f"{name} ({variant}), dt = {system.dt:.4g}")
+            if all(load_cell(out, name, variant, m) is not None for m in methods):
+                log(f"{name} ({variant}): all {len(methods)} cells done before (checkpoint), "
+                    f"skipped")  # no data set needed
+                continue
+            if system is None:
+                system = get_system(name, s["pts_per_period"], s.get("numpy_rhs", False))
+            t0 = time.perf_counter()
             data = make_data(system, s["n_train"], s["n_test"], s["transient"],
                              VARIANTS[variant], s["seed"])
+            log(f"{name} ({variant}), dt = {system.dt:.4g}, data by {system.integrator} "
+                f"({time.perf_counter() - t0:.1f} s)"
+                + (f"; fallback: {system.field_note}" if system.field_note else "")
+                + (f"; initial perturbation ×{system.ic_shrink:g}" if system.ic_shrink != 1
+                   else ""))
+            if spread(data) > SPREAD_WARN:
+                log(f"  warning: the test / floor trajectories reach {spread(data):.3g} train "
+                    f"stds: the initial conditions may not share one attractor")
             lyap_ref = system.lyap_ref
             if not math.isfinite(lyap_ref):  # no dysts estimate: the true field's own, same code
                 lyap_ref = lyapunov(truth_member(system, data), data["test"][:WARMUP], system.dt)
-            for method in ("floor",) + tuple(s["methods"]):
+            for method in methods:
                 run_cell(out, name, variant, method, system, data, s, lyap_ref, log)

@@ -1,23 +1,20 @@
-"""The systems of the comparison: dysts right-hand sides integrated by `data_gen`'s diffrax
-integrator, and Lorenz-96 from `data_gen`.
+"""The systems of the comparison: dysts systems (see `_dysts`: the right-hand side re-bound to
+jax.numpy and integrated by `data_gen`'s diffrax integrator where that reproduces dysts' own
+values, else dysts' NumPy right-hand side integrated by scipy), and Lorenz-96 from `data_gen`.
 
-A dysts system's `_rhs(*x, t, *params)` is written against NumPy (`np.sin`, `np.abs`, ...).
-Without numba it is a plain Python function, so a copy of it whose global `np` is
-`jax.numpy` is a JAX vector field: it is traced once and integrated by diffrax (Tsit5, PID,
-float64, rtol 1e-9) for all initial conditions in one vmapped solve, instead of dysts' own
-integrator (scipy `solve_ivp` calling the Python function point by point, very slow without
-numba). dysts' parameters, initial condition and period are used; its coordinate
-post-processing (a few systems) is not applied.
+dysts' parameters, initial condition and period are used, and its coordinate post-processing
+(19 systems map an angle or phase coordinate, which grows or diffuses without bound, to its
+sine or cosine, as dysts' `make_trajectory` does by default) is applied to the observations.
 """
 
 from __future__ import annotations
 
-import types
-import warnings
+import functools
 
-import jax
-import jax.numpy as jnp
 import numpy as np
+
+from . import _dysts
+from ._dysts import NotSupported
 
 # Default set: different kinds of chaos (polynomial, piecewise-linear, trigonometric,
 # exponential (YuWang), a neuron, a 4-D hyperchaotic one) and Lorenz-96 from data_gen.
@@ -25,52 +22,55 @@ DEFAULT_SYSTEMS = ("Lorenz", "Rossler", "Thomas", "Halvorsen", "Chua", "Hindmars
                    "YuWang", "HyperRossler", "Lorenz96")
 QUICK_SYSTEMS = ("Lorenz", "Thomas")
 L96 = "Lorenz96"  # data_gen's field, not dysts' (dysts has its own `Lorenz96`)
-
-
-def _dysts():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # "Numba not installed": we do not use its integrator
-        import dysts.flows as flows
-    return flows
+DIFFRAX = "diffrax Tsit5 (jax.numpy copy of the dysts right-hand side)"
+IC_SHRINK = (1.0, 0.1, 0.01)
 
 
 def dysts_names() -> list[str]:
     """Every continuous-time system name in dysts."""
-    import dysts.systems
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return sorted(dysts.systems.get_attractor_list("continuous"))
+    return _dysts.flow_names()
 
 
-def check_systems(names) -> list[str]:
-    """The `--systems` names, checked before anything long runs."""
+@functools.lru_cache(maxsize=16)
+def get_system(name: str, pts_per_period: int, numpy_rhs: bool = False) -> "System":
+    """One `System` per settings in a process: `check_systems` builds it, `run` reuses it."""
+    return System(name, pts_per_period, numpy_rhs)
+
+
+def check_systems(names, numpy_rhs: bool = False, pts_per_period: int = 100) -> list[str]:
+    """The `--systems` names, checked before anything long runs: each must be a dysts flow this
+    comparison supports (or `Lorenz96`); one line naming the system and why otherwise."""
     names = list(names)
-    known = None
+    if len(set(names)) != len(names):
+        raise SystemExit(f"error: --systems: names repeated in {names}")
     for n in names:
         if n == L96:
             continue
-        flows = _dysts()
-        if not (hasattr(flows, n) and isinstance(getattr(flows, n), type)):
-            known = known or dysts_names()
+        try:
+            get_system(n, pts_per_period, numpy_rhs)
+        except KeyError:
             raise SystemExit(f"error: --systems: {n!r} is not a dysts system (nor {L96!r}); "
-                             f"known: {', '.join(known)}")
-        sys = getattr(flows, n)()
-        System(n, 30)  # traces the right-hand side once (a clear error if it cannot)
-        if getattr(sys, "delay", False):
-            raise SystemExit(f"error: --systems: {n!r} is a delay equation; only ODEs are "
-                             f"supported")
-    if len(set(names)) != len(names):
-        raise SystemExit(f"error: --systems: names repeated in {names}")
+                             f"known: {', '.join(dysts_names())}") from None
+        except NotSupported as e:
+            raise SystemExit(f"error: --systems: {n!r} is not supported: {e}") from None
     return names
 
 
 class System:
-    """One system: `field(t, x, args)` (JAX), `x0`, sampling `dt`, dysts' largest Lyapunov
-    exponent estimate (`lyap_ref`, NaN where there is none)."""
+    """One system: its sampling `dt`, `x0`, dysts' largest Lyapunov exponent estimate
+    (`lyap_ref`, NaN where there is none), `trajectories` (raw float64) and `flow_map` (the
+    RK4 map of the floor). `field` is the JAX vector field, or None where the fallback (dysts'
+    NumPy right-hand side, `np_rhs`) is used (for every dysts system with `numpy_rhs`);
+    `info()` says which, for the JSON."""
 
-    def __init__(self, name: str, pts_per_period: int):
+    def __init__(self, name: str, pts_per_period: int, numpy_rhs: bool = False):
         self.name = name
+        self.np_rhs = None
+        self.field_note = ""
+        self.integrator = None  # set by `trajectories`
+        self.ic_shrink = None  # set by `make_data`
+        self.post = None  # (numpy, jax) post-processing of the raw state into observations
+        self._cache = {}
         if name == L96:
             from data_gen._registry import resolve_system
 
@@ -82,57 +82,125 @@ class System:
             self.lyap_ref = float("nan")
             self.kind = "data_gen lorenz96, N=6, F=14, A=0 (autonomous)"
         else:
-            s = getattr(_dysts(), name)()
-            f = type(s)._rhs
-            f = getattr(f, "py_func", f)
-            g = types.FunctionType(f.__code__, {**f.__globals__, "np": jnp}, f.__name__,
-                                   f.__defaults__, f.__closure__)
-            plist = [float(v) if np.ndim(v) == 0 else jnp.asarray(v) for v in s.param_list]
-
-            def field(t, x, args, g=g, plist=plist):
-                return jnp.stack(jnp.broadcast_arrays(*g(*x, t, *plist)))
-
-            try:  # the NumPy right-hand side traced with jax.numpy
-                jax.eval_shape(lambda x: field(0.0, x, None),
-                               jax.ShapeDtypeStruct(np.shape(s.ic), jnp.float32))
-            except Exception as e:
-                raise SystemExit(f"error: --systems: {name!r}: its dysts right-hand side does "
-                                 f"not trace with jax.numpy ({type(e).__name__}: {e}); this "
-                                 f"comparison integrates with diffrax only") from None
-            self.field, self.args = field, None
-            self.x0 = np.asarray(s.ic, np.float64)
+            s = _dysts.load(name)  # KeyError / NotSupported
+            self.dysts = s
+            self.x0 = np.asarray(s.ic, np.float64).reshape(-1)
             self.dim = self.x0.size
+            if s.period is None or not np.isfinite(float(s.period)) or float(s.period) <= 0:
+                raise NotSupported("dysts gives it no period, so no points-per-period sampling")
             self.period = float(s.period)
+            pts = _dysts.probe_points(s)
+            try:
+                self.np_rhs = _dysts.NumpyRHS(s, pts)
+            except Exception as e:
+                raise NotSupported(f"its dysts right-hand side fails at perturbed initial "
+                                   f"conditions ({type(e).__name__}: {e})") from None
+            with np.errstate(all="ignore"):
+                finite = np.all(np.isfinite(self.np_rhs(pts)))
+            if not finite:
+                raise NotSupported("its dysts right-hand side is not finite at perturbed "
+                                   "initial conditions")
+            _dysts.check_autonomous(self.np_rhs, pts, self.period)
+            field = _dysts.jax_field(s)
+            why = ("--numpy-rhs" if numpy_rhs else
+                   _dysts.field_mismatch(field, self.np_rhs, pts))
+            self.field, self.args = (field, None) if why is None else (None, None)
+            self.field_note = why or ""
+            self.post = _dysts.postprocessing(s)
             self.lyap_ref = float(getattr(s, "maximum_lyapunov_estimated", np.nan) or np.nan)
             self.kind = "dysts"
         self.dt = self.period / pts_per_period
 
     def trajectories(self, x0s, n_steps: int, transient: int) -> np.ndarray:
-        """Raw float64 trajectories `(B, n_steps, D)` from `x0s`."""
-        from data_gen._integrate import integrate
-
+        """Raw float64 trajectories `(B, n_steps, D)` from `x0s` (diffrax where the JAX field
+        is used and its solve succeeds, else scipy on dysts' own right-hand side)."""
         x0s = np.asarray(x0s, np.float64)
-        return integrate(self.field, x0s, np.zeros(len(x0s)), n_steps=n_steps, dt=self.dt,
-                         args=self.args, transient=transient, rtol=1e-9, atol=1e-11,
-                         max_steps=200_000)
+        key = (x0s.tobytes(), n_steps, transient)
+        if key in self._cache:
+            return self._cache[key]
+        raw = None
+        if self.field is not None:
+            from data_gen._integrate import integrate
 
-    def jnp_field(self):
-        """`x -> dx/dt` at t = 0 (the systems here are autonomous), for RK4 maps."""
-        return lambda x: self.field(0.0, x, self.args)
+            self.field_note = ""  # (a note of an earlier call's diffrax failure)
+            try:
+                raw = integrate(self.field, x0s, np.zeros(len(x0s)), n_steps=n_steps,
+                                dt=self.dt, args=self.args, transient=transient, rtol=1e-9,
+                                atol=1e-11, max_steps=200_000)
+            except RuntimeError as e:
+                if self.np_rhs is None:
+                    raise
+                self.field_note = f"diffrax failed ({e})"
+            if raw is not None and self.np_rhs is not None:  # the copy again, on the attractor
+                pts = raw[:, :: max(1, n_steps // 32)].reshape(-1, self.dim)
+                why = _dysts.field_mismatch(self.field, self.np_rhs, pts)
+                if why is not None:
+                    self.field, raw = None, None
+                    self.field_note = why + " on the trajectory"
+            if raw is not None:
+                self.integrator = DIFFRAX if self.np_rhs is not None else "diffrax Tsit5"
+        if raw is None:
+            raw, method = _dysts.solve_scipy(self.np_rhs, self.dysts, x0s, n_steps, self.dt,
+                                             transient)
+            self.integrator = f"scipy solve_ivp {method} (dysts' NumPy right-hand side)"
+            if self.field is not None:  # diffrax failed: is the copy still right for the floor?
+                pts = raw[:, :: max(1, n_steps // 32)].reshape(-1, self.dim)
+                why = _dysts.field_mismatch(self.field, self.np_rhs, pts)
+                if why is not None:
+                    self.field = None
+                    self.field_note += f"; {why} on the trajectory"
+        self._cache[key] = raw
+        return raw
+
+    def flow_map(self, substeps: int):
+        """`x -> x(t + dt)` by `substeps` RK4 steps, a JAX function: of the JAX field, or (the
+        fallback) of dysts' NumPy right-hand side through a host callback. Autonomous systems
+        only (checked), so t = 0."""
+        from ._member import rk4_map
+
+        if self.field is not None:
+            return rk4_map(lambda x: self.field(0.0, x, self.args), self.dt, substeps)
+        return _dysts.host_rk4_map(self.np_rhs, self.dt, substeps)
+
+    def info(self) -> dict:
+        """What the JSON records about how this system was made."""
+        return dict(dim=self.dim, dt=self.dt, period=self.period, source=self.kind,
+                    integrator=self.integrator,
+                    floor_map=("RK4 on the JAX field" if self.field is not None else
+                               "RK4 on dysts' NumPy right-hand side (host callback)"),
+                    fallback_reason=self.field_note or None,
+                    rhs_vectorized=None if self.np_rhs is None else self.np_rhs.vectorized,
+                    postprocessed=self.post is not None, ic_shrink=self.ic_shrink)
 
 
 def make_data(system: System, n_train: int, n_test: int, transient: int, noise: float,
               seed: int) -> dict:
     """Train (its last fifth is the validation split), test and an independent floor trajectory
     from three initial conditions; standardized with the clean train mean and std; `noise`:
-    Gaussian observation noise (fraction of the clean std) on train and validation only."""
+    Gaussian observation noise (fraction of the clean std) on train and validation only.
+    The initial conditions are dysts' plus 0.1 (|x0| + 1) × N(0, 1), the perturbation shrunk
+    by 10 (and 100) where the solve from it fails (it left the basin: `ic_shrink` in `info`).
+    Observations are dysts' post-processed coordinates where it has them; `test_raw` is the raw
+    state of the test trajectory (the floor's warm-up needs it then)."""
     rng = np.random.default_rng(seed)
     scale = 0.1 * (np.abs(system.x0) + 1.0)
-    x0s = system.x0 + scale * rng.standard_normal((3, system.dim))
-    raw = system.trajectories(x0s, max(n_train, n_test), transient)
+    u = rng.standard_normal((3, system.dim))
+    errors = []
+    for shrink in IC_SHRINK:  # a perturbation that leaves the basin (the solve blows up): smaller
+        x0s = system.x0 + shrink * scale * u
+        try:
+            raw = system.trajectories(x0s, max(n_train, n_test), transient)
+            break
+        except RuntimeError as e:
+            errors.append(f"×{shrink:g}: {e}")
+    else:
+        raise RuntimeError(f"{system.name}: the true system's solve failed from the perturbed "
+                           f"initial conditions (perturbation " + "; ".join(errors) + ")")
+    system.ic_shrink = shrink
     if not np.all(np.isfinite(raw)):
         raise RuntimeError(f"{system.name}: the true system's solve is not finite")
-    train, test, floor = raw[0, :n_train], raw[1, :n_test], raw[2, :n_test]
+    obs = raw if system.post is None else system.post[0](raw)
+    train, test, floor = obs[0, :n_train], obs[1, :n_test], obs[2, :n_test]
     mean, std = train.mean(0), train.std(0)
     std = np.where(std > 0, std, 1.0)
     z = lambda x: ((x - mean) / std).astype(np.float32)  # noqa: E731
@@ -141,4 +209,4 @@ def make_data(system: System, n_train: int, n_test: int, transient: int, noise: 
         train_s = train_s + (noise * rng.standard_normal(train_s.shape)).astype(np.float32)
     n_val = n_train // 5
     return dict(train=train_s[:-n_val], val=train_s[-n_val:], test=z(test), floor=z(floor),
-                mean=mean, std=std, x0s=x0s)
+                mean=mean, std=std, x0s=x0s, test_raw=raw[1, :n_test])
