@@ -48,20 +48,6 @@ class FileFormatError(ValueError):
     A `ValueError` whose message names the file and what is wrong."""
 
 
-def _tmp_name(path: str) -> str:
-    return _lock.temporary_name(path)
-
-
-def _host_tag() -> str:
-    return _lock.host_tag()
-
-
-def clean_stale_temporaries(path: str) -> list[str]:
-    """Remove temporary files of `atomic_write(path, ...)` whose writer is provably gone (see
-    `_lock.clean_stale_temporaries`: only this host's, of processes that no longer run)."""
-    return _lock.clean_stale_temporaries(path)
-
-
 def fsync_folder(folder: str) -> None:
     """`fsync` a folder, so that the files created or renamed in it are durable."""
     try:
@@ -84,8 +70,8 @@ def atomic_write(path: str | os.PathLike, write: Callable) -> None:
         raise IsADirectoryError(f"{path!r} is a folder, not a file.")
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
-    clean_stale_temporaries(path)
-    tmp = os.path.join(folder, _tmp_name(path))
+    _lock.clean_stale_temporaries(path)  # only this host's, of writers that no longer run
+    tmp = os.path.join(folder, _lock.temporary_name(path))
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW
     try:
         with os.fdopen(os.open(tmp, flags, 0o644), "wb") as f:

@@ -21,7 +21,7 @@ from ._fit_setup import Plan
 from ._free_run import data_range, orbit_status
 from ._generate import generate
 from ._history import History
-from ._io import clean_stale_temporaries
+from ._lock import clean_stale_temporaries
 from ._sharding import is_writer, process_count, to_host
 from ._train_step import (RECORD_DTYPES, StepRecord, TrainState, commit_jit, propose_and_commit,
                           refine)

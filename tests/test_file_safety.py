@@ -305,7 +305,7 @@ def test_a_lock_appears_complete_or_not_at_all(tmp_path, monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         _lock.acquire(path)
     assert os.listdir(tmp_path) == []
-    left = tmp_path / f".run.ckpt.lock.tmp-{_io._host_tag()}-{_dead_pid()}-0-0123abcd"
+    left = tmp_path / f".run.ckpt.lock.tmp-{_lock.host_tag()}-{_dead_pid()}-0-0123abcd"
     left.write_bytes(b"{}")  # as SIGKILL at that point would leave it
 
     def no_links(src, dst):
@@ -323,7 +323,7 @@ def test_processes_other_than_0_never_touch_the_files(base, tmp_path, monkeypatc
     ck0 = copy_checkpoint(base, tmp_path)
     with open(ck0 + ".history", "ab") as f:
         f.write(b"R garbage a killed writer left")  # process 0 would cut this off
-    stale = tmp_path / f".run.ckpt.tmp-{_io._host_tag()}-{_dead_pid()}-0-0123abcd"
+    stale = tmp_path / f".run.ckpt.tmp-{_lock.host_tag()}-{_dead_pid()}-0-0123abcd"
     stale.write_bytes(b"partial")
     def files():
         return {p: (os.path.getsize(tmp_path / p), os.stat(tmp_path / p).st_mtime_ns)
@@ -347,7 +347,7 @@ def _dead_pid() -> int:
 
 def test_temporary_clean_up_removes_only_provably_dead_writers_files(tmp_path):
     target = tmp_path / "run.ckpt"
-    me, dead = _io._host_tag(), _dead_pid()
+    me, dead = _lock.host_tag(), _dead_pid()
     parent = os.getppid()
     started = int(_lock.start_time(parent) or 0)
     assert started  # Linux: /proc gives a process's start time
@@ -365,12 +365,12 @@ def test_temporary_clean_up_removes_only_provably_dead_writers_files(tmp_path):
     }
     for n in names:
         (tmp_path / n).write_bytes(b"partial")
-    removed = _io.clean_stale_temporaries(str(target))
+    removed = _lock.clean_stale_temporaries(str(target))
     assert sorted(removed) == sorted(n for n, gone in names.items() if gone)
     assert sorted(os.listdir(tmp_path)) == sorted(n for n, gone in names.items() if not gone)
     # the writer's own temporary names it: host, pid, start time
     _io.write_bytes(target, b"x")
-    name = _io._tmp_name(str(target))
+    name = _lock.temporary_name(str(target))
     started = int(_lock.start_time(os.getpid()))
     assert name.startswith(f".run.ckpt.tmp-{me}-{os.getpid()}-{started}-")
 

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import dsr
-from dsr import _checkpoint, _io
+from dsr import _checkpoint, _io, _lock
 from dsr._fit_setup import make_plan
 from dsr._history import History
 from dsr._trainer import HISTORY_FIELDS, Trainer
@@ -220,7 +220,7 @@ def _dead_pid() -> int:
 
 def test_stale_temporaries_are_removed_and_failed_writes_leave_none(base, tmp_path):
     ck = copy_checkpoint(base, tmp_path)
-    host = _io._host_tag()  # temporaries name their writer: host, pid, start time, token
+    host = _lock.host_tag()  # temporaries name their writer: host, pid, start time, token
     stale = tmp_path / f".run.ckpt.tmp-{host}-{_dead_pid()}-0-0123abcd"
     live = tmp_path / f".run.ckpt.tmp-{host}-{os.getpid()}-0-0123abcd"  # a writer still running
     other = tmp_path / f".other.tmp-{host}-{_dead_pid()}-0-0123abcd"  # not this file's
