@@ -121,11 +121,16 @@ def _read(lock: str) -> dict | None:
         return {}
 
 
+def _stale(holder: dict) -> bool:
+    """A lock of a process of this host that no longer runs (the one rule for taking over)."""
+    return holder.get("host") == host() and not _alive(holder)
+
+
 def held_by(path: str | os.PathLike) -> dict | None:
     """The holder record of the lock of `path` while it is held (by a live process here, or
     by any process on another host); None when it is free or stale."""
     holder = _read(os.fspath(path) + SUFFIX)
-    if holder is None or (holder.get("host") == socket.gethostname() and not _alive(holder)):
+    if holder is None or _stale(holder):
         return None
     return holder
 
@@ -186,8 +191,7 @@ def acquire(path: str | os.PathLike) -> dict:
         holder = _read(lock)
         if holder is None:
             continue  # released in between
-        stale = holder.get("host") == me["host"] and not _alive(holder)
-        if not stale:
+        if not _stale(holder):
             raise LockedError(
                 f"{os.fspath(path)}: in use by {describe(holder)} (lock file {lock}); wait for "
                 f"it to finish, or delete the lock file if that process no longer runs")
