@@ -26,7 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import dsr
-from dsr._associative import associative_forward, associative_reverse
+from dsr._solvers._associative import associative_forward, associative_reverse
 
 from . import _before as B
 from . import _common as C

@@ -28,9 +28,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from dsr import linear_scan
-from dsr._associative import associative_forward, associative_reverse
-from dsr._auto import auto_combine
-from dsr._scan import auto_method
+from dsr._solvers._associative import associative_forward, associative_reverse
+from dsr._solvers._auto import auto_combine
+from dsr._solvers._scan import auto_method
 
 from . import _common as C
 

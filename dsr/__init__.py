@@ -5,11 +5,12 @@ The public surface is everything imported here. Where it lives:
 - models: `dsr/models/` — `ShPLRNN`, `ClippedShPLRNN` (`_shplrnn.py`, `_clipped.py`), `LSSM`
   (`_lssm.py`) and the abstract templates (`_base.py`); baselines from other papers in
   `dsr/baselines/` (TTT / linear attention, selective SSM).
-- solving the forced recurrence: `_scan.py` (the shared scan backend; `_associative.py` its
-  O(log T) kernels, `_auto.py` what `auto` picks), `_solver.py` (the solver interface,
-  `Sequential`), `_deer.py` (`DEER`; `_fused.py` its CPU path), `_gtf.py` (generalized
-  teacher forcing).
-- training: `_fit.py` (`fit`), `_alpha.py` (α strategies), `_regularization.py`.
+- solving the forced recurrence: `_solvers/` (the interface, `Sequential`, `DEER` and its two
+  Newton paths, solver names, the shared scan backend); `_gtf.py` (generalized teacher
+  forcing).
+- training: `_training/` (`fit` and its pipeline), `_alpha.py` (α strategies),
+  `_schedule.py` (learning-rate schedules), `_regularization.py`; `_orbit_status.py` judges
+  free runs for `fit`, `generate` and `evaluate` alike.
 - using a model: `_generate.py`, `_serialization.py` (`save` / `load`), `_io.py` (the
   checksummed file format); evaluation in `dsr/metrics/`.
 - extension: `_registry.py` (`register`: the classes files may name), `_config.py`
@@ -25,20 +26,21 @@ from ._schedule import AbstractSchedule as AbstractSchedule, CosineDecay as Cosi
 from ._schedule import ExponentialDecay as ExponentialDecay
 from ._delay import choose_embedding as choose_embedding
 from ._ensemble import Ensemble as Ensemble, ensemble as ensemble
-from ._fit import FitResult as FitResult, fit as fit
-from ._free_run import OrbitStatus as OrbitStatus, orbit_status as orbit_status
+from ._training._fit import FitResult as FitResult, fit as fit
+from ._orbit_status import OrbitStatus as OrbitStatus, orbit_status as orbit_status
 from ._generate import generate as generate, warm_start as warm_start
 from ._gtf import forcing_alphas as forcing_alphas, gtf_forward as gtf_forward
 from ._gtf import teacher_signals as teacher_signals
 from ._io import FileFormatError as FileFormatError
 from ._regularization import Regularization as Regularization
 from ._registry import register as register
-from ._scan import linear_scan as linear_scan
+from ._solvers._scan import linear_scan as linear_scan
 from ._serialization import load as load, load_extra as load_extra, save as save
-from ._deer import DEER as DEER
-from ._solver import AbstractSolver as AbstractSolver, Linearization as Linearization
-from ._solver import Sequential as Sequential, SolverInfo as SolverInfo
-from ._solver import resolve_solver as resolve_solver
+from ._solvers._deer import DEER as DEER
+from ._solvers._base import AbstractSolver as AbstractSolver, Linearization as Linearization
+from ._solvers._sequential import Sequential as Sequential
+from ._solvers._base import SolverInfo as SolverInfo
+from ._solvers._resolve import resolve_solver as resolve_solver
 from .baselines import SelectiveSSM as SelectiveSSM, SwiGLUKernel as SwiGLUKernel
 from .baselines import TTTLinear as TTTLinear, TTTModel as TTTModel, ttt_linear as ttt_linear
 from .models import AbstractDataDrivenModel as AbstractDataDrivenModel

@@ -13,9 +13,10 @@ from jaxtyping import Array, Float
 
 from ._checks import ArgumentTypeError, check_array, check_bool, check_int, is_concrete
 from ._ensemble import Ensemble
-from ._free_run import COLLAPSE_MIN_STEPS, data_range, orbit_status
+from ._orbit_status import COLLAPSE_MIN_STEPS, data_range, orbit_status
 from ._gtf import gtf_forward
-from ._solver import AbstractSolver, Sequential
+from ._solvers._base import AbstractSolver
+from ._solvers._sequential import Sequential
 from .models import AbstractGTFModel, AbstractModel, AbstractTeacherForcedModel
 from .models._base import parameter_dtype
 

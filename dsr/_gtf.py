@@ -15,8 +15,8 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from ._checks import ArgumentTypeError, check_array, check_int, is_concrete
-from ._deer import DEER
-from ._solver import AbstractSolver, Linearization, SolverInfo
+from ._solvers._deer import DEER
+from ._solvers._base import AbstractSolver, Linearization, SolverInfo
 from .models._base import AbstractGTFModel
 
 

@@ -12,11 +12,12 @@ from __future__ import annotations
 import inspect
 
 from ._alpha import AbstractAlpha, AdaptiveAlpha, ConstantAlpha
-from ._deer import DEER
+from ._solvers._deer import DEER
 from ._io import FileFormatError
 from ._regularization import Regularization
 from ._schedule import AbstractSchedule, CosineDecay, ExponentialDecay
-from ._solver import AbstractSolver, Sequential
+from ._solvers._base import AbstractSolver
+from ._solvers._sequential import Sequential
 from .baselines import SelectiveSSM
 from .models import LSSM, AbstractModel, ClippedShPLRNN, ShPLRNN
 

@@ -33,16 +33,22 @@ import jax
 import numpy as np
 
 import dsr
-from dsr._free_run import data_range
-from dsr._validation import n_bins
+from benchmarks.compare._var import fit_var  # the one VAR(1) fit, shared with the comparison
+from dsr._orbit_status import data_range
+from dsr._training._validation import n_bins
 from dsr.metrics._dstsp_bins import binned_divergence
 
 from ._common import parser, pyplot, table, write_json
 
+# On CPU the sequential solver: for this shape (M = 5, L = 250, T = 200, 4 × 16 windows) it
+# took 18.7 s for 600 updates against 50.2 s for "auto" (DEER), same process, idle 2-core CPU
+# (docs/recordings.md). Elsewhere "auto" (GTF-DEER on accelerators).
+_SOLVER = "sequential" if jax.default_backend() == "cpu" else "auto"
 SETTINGS = dict(members=4, hidden_dim=250, alpha=0.3, seq_len=200, batch_size=16,
-                steps=20_000, lr=1e-3, final_lr=1e-6, validation=0.15, gen_factor=10)
+                steps=20_000, lr=1e-3, final_lr=1e-6, validation=0.15, gen_factor=10,
+                noise=0.0, solver=_SOLVER)
 QUICK = dict(members=4, hidden_dim=16, alpha=0.3, seq_len=50, batch_size=8, steps=150,
-             lr=3e-3, final_lr=1e-4, validation=0.2, gen_factor=2)
+             lr=3e-3, final_lr=1e-4, validation=0.2, gen_factor=2, noise=0.0, solver="auto")
 
 
 def beat_stats(ecg: np.ndarray, fs: float) -> dict:
@@ -78,17 +84,11 @@ def measures(name, x_test, gen, x_train, fs) -> dict:
     return row
 
 
-def var1(x: np.ndarray):
-    """`x_{t+1} = A x_t + c` by least squares."""
-    X = np.concatenate([x[:-1], np.ones((len(x) - 1, 1))], 1)
-    coef, *_ = np.linalg.lstsq(X, x[1:], rcond=None)
-    return coef
-
-
-def var1_run(coef, x0, n):
+def var1_run(A, c, x0, n):
+    """`n` steps of `x_{t+1} = A x_t + c` from `x0` (NaN from the first non-finite step)."""
     out, x = np.empty((n, len(x0))), np.asarray(x0, np.float64)
     for i in range(n):
-        x = np.concatenate([x, [1.0]]) @ coef
+        x = A @ x + c
         if not np.all(np.isfinite(x)) or np.abs(x).max() > 1e12:
             out[i:] = np.nan
             break
@@ -118,6 +118,7 @@ def train(x_train, s: dict, seed: int, checkpoint: str):
     kw = dict(steps=s["steps"], seq_len=s["seq_len"], batch_size=s["batch_size"],
               learning_rate=s["lr"], schedule=dsr.ExponentialDecay(s["final_lr"]),
               validation=s["validation"], keep="best", key=jax.random.key(seed + 1),
+              noise=s["noise"], solver=s["solver"],
               checkpoint=checkpoint, checkpoint_every=max(1, s["steps"] // 20),
               progress=False)
     resume = checkpoint if os.path.isfile(checkpoint) else None
@@ -132,8 +133,7 @@ def evaluate_all(res, x_train, x_test, s, fs) -> tuple[list, dict]:
                  best_step=int(np.atleast_1d(res.validation["best_step"])[i]))
             for i, g in enumerate(gens)]
     runs = {f"member {i}": g for i, g in enumerate(gens)}
-    coef = var1(x_train.astype(np.float64))
-    runs["VAR(1)"] = var1_run(coef, ctx[-1], n_gen)
+    runs["VAR(1)"] = var1_run(*fit_var(x_train), ctx[-1], n_gen)
     rows.append(measures("VAR(1)", x_test, runs["VAR(1)"], x_train, fs))
     rows.append(measures("floor (training part)", x_test, x_train.astype(np.float64),
                          x_train, fs))
@@ -186,10 +186,16 @@ def main(argv=None):
     p.add_argument("--test-seconds", type=float, default=60.0)
     p.add_argument("--steps", type=int, default=None, help="updates (default 20000)")
     p.add_argument("--members", type=int, default=None)
+    p.add_argument("--alpha", type=float, default=None, help="GTF α (default 0.3)")
+    p.add_argument("--noise", type=float, default=None,
+                   help="std of the Gaussian noise on the teacher signals (default 0)")
+    p.add_argument("--solver", default=None,
+                   help="dsr.fit's solver (default: sequential on CPU, auto elsewhere)")
     a = p.parse_args(argv)
     t0 = time.perf_counter()
     s = dict(QUICK if a.quick else SETTINGS)
-    s.update({k: v for k, v in (("steps", a.steps), ("members", a.members)) if v is not None})
+    s.update({k: v for k, v in (("steps", a.steps), ("members", a.members), ("alpha", a.alpha),
+                                ("noise", a.noise), ("solver", a.solver)) if v is not None})
     if a.synthetic:
         from .ecg_like import FS, ecg_like
 

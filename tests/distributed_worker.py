@@ -57,7 +57,8 @@ def leaves(result) -> list:
 
 def _instrument(writes: list, locks: list) -> None:
     """Log every atomic write, history append and lock taken by this process."""
-    from dsr import _history, _io, _lock
+    from dsr._training import _history
+    from dsr import _io, _lock
 
     atomic_write, flush, acquire = _io.atomic_write, _history.History.flush, _lock.acquire
 

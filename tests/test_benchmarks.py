@@ -83,10 +83,10 @@ def test_scan_combine_and_suggested_entry(tmp_path):
     assert set(entry["combine"].values()) <= {"matmul", "unrolled"}
     for kind in ("full", "diag"):
         assert [rule[2] in scan.METHODS for rule in entry[kind]] == [True]
-    from dsr._auto import auto_combine, auto_method
+    from dsr._solvers._auto import auto_combine, auto_method
 
     # the entry is in the format `_auto` reads
-    import dsr._auto as auto
+    import dsr._solvers._auto as auto
 
     auto.AUTO_TABLE["test-backend"] = entry
     try:

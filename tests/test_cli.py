@@ -118,7 +118,7 @@ def test_csv_with_header_and_columns(files, capsys):
 
 
 def test_resume_after_interrupt(npy_run, files, monkeypatch, capsys):
-    from dsr import _trainer
+    from dsr._training import _trainer
 
     out = files / "run_resume"  # no --test: training does not depend on it
     args = ["fit", str(files / "train.npy"), "--out", str(out), "--no-plots"] + FAST

@@ -306,8 +306,8 @@ def test_warmup_over_the_whole_window():
 def test_linearization_phases_and_storage_order():
     """`Linearization.evaluate` with two phases, natural and in a permuted storage order,
     against evaluating every step by hand; a plain per-step function is one phase."""
-    from dsr._associative import split_order
-    from dsr._solver import Linearization, as_linearization
+    from dsr._solvers._associative import split_order
+    from dsr._solvers._base import Linearization, as_linearization
 
     Tn, M = 12, 3
     zprev = jax.random.normal(jax.random.key(1), (Tn, M))

@@ -138,7 +138,7 @@ def test_rmse_integer_types():
 def test_cli_evaluation_reuses_the_orbits_evaluate_generated():
     """`evaluate(..., return_orbits=True)` returns the free runs its measures used; the
     CLI's binned D_stsp and pictures use them and equal what generating them again gives."""
-    from dsr._cli._evaluation import binned_dstsp, eval_settings, evaluate_run, free_runs
+    from dsr._cli._measures import binned_dstsp, eval_settings, evaluate_run, free_runs
 
     model = random_shplrnn(2, 3, seed=3, scale=0.3, random_B=False)
     x = self_generated(model, 320, jnp.array([0.5, -0.3, 0.2]))

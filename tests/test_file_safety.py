@@ -23,7 +23,8 @@ import numpy as np
 import pytest
 
 import dsr
-from dsr import _checkpoint, _history, _io, _lock, _serialization, _sharding, _trainer
+from dsr._training import _checkpoint, _history, _trainer
+from dsr import _io, _lock, _serialization, _sharding
 from fault_worker import ALPHA, FIT_KW, arrays, make_model
 from test_reliability import ROOT, STEPS, X, assert_same, copy_checkpoint, fit, make_base
 

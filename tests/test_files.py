@@ -20,10 +20,12 @@ import numpy as np
 import pytest
 
 import dsr
-from dsr import _checkpoint, _io, _lock
-from dsr._fit_setup import make_plan
-from dsr._history import History
-from dsr._trainer import HISTORY_FIELDS, Trainer
+from dsr._training import _checkpoint
+from dsr import _io, _lock
+from dsr._training._arguments import FitArguments
+from dsr._training._setup import make_plan
+from dsr._training._history import History
+from dsr._training._trainer import HISTORY_FIELDS, Trainer
 from fault_worker import ALPHA, FIT_KW, make_model
 from test_reliability import STEPS, X, assert_same, copy_checkpoint, fit, make_base
 
@@ -248,7 +250,7 @@ def _trainer(tmp_path) -> Trainer:
     kw = {k: p.default for k, p in inspect.signature(dsr.fit).parameters.items()
           if p.default is not inspect.Parameter.empty and k != "alpha"}
     kw.update(FIT_KW, steps=STEPS, checkpoint=str(tmp_path / "cost.ckpt"))
-    trainer = Trainer(make_plan(make_model(), X, ALPHA, **kw))
+    trainer = Trainer(make_plan(make_model(), X, ALPHA, FitArguments(**kw)))
     trainer.start()
     return trainer
 

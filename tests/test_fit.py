@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import dsr
-from dsr._fit_setup import default_optimizer
-from dsr._train_step import StepConfig, member_update
+from dsr._training._setup import default_optimizer
+from dsr._training._step import StepConfig, member_update
 from helpers import random_shplrnn, rk4_step
 
 
@@ -172,7 +172,7 @@ def test_nonfinite_steps_are_not_applied():
 
 
 def test_auto_solver_choice():
-    from dsr._solver import resolve_solver
+    from dsr._solvers._resolve import resolve_solver
 
     assert isinstance(resolve_solver("auto", 4, "cpu"), dsr.DEER)
     assert isinstance(resolve_solver("auto", 16, "cpu"), dsr.Sequential)

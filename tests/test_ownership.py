@@ -385,7 +385,7 @@ _HOLDER = """
 import os, sys, time
 import jax
 jax.config.update("jax_enable_x64", True)
-from dsr import _trainer
+from dsr._training import _trainer
 from dsr._cli import main
 
 ready, go = sys.argv[1], sys.argv[2]

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import dsr
-from dsr._free_run import data_range
+from dsr._orbit_status import data_range
 
 
 def _rotation(theta=0.3, offset=1000.0):

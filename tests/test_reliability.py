@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 
 import dsr
-from dsr import _checkpoint, _fit, _io, _trainer
+from dsr._training import _checkpoint, _fit, _trainer
+from dsr import _io
 from fault_worker import ALPHA, FIT_KW, arrays, data, make_model
 
 X = data()
@@ -103,8 +104,8 @@ def test_resume_into_another_checkpoint_file(reference, base, tmp_path):
 # `from_stack` — are interrupted at their call), and the end of the window: `_result`, which
 # only reads the finished run.
 TRACED = {os.path.join(os.path.dirname(dsr.__file__), f) for f in (
-    "_fit.py", "_trainer.py", "_checkpoint.py", "_history.py", "_io.py", "_serialization.py",
-    "_signals.py")}
+    "_training/_fit.py", "_training/_trainer.py", "_training/_checkpoint.py",
+    "_training/_history.py", "_io.py", "_serialization.py", "_training/_signals.py")}
 END = _fit._result.__code__
 
 

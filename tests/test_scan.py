@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import dsr
-from dsr._scan import auto_method, decay_mask
+from dsr._solvers._scan import auto_method, decay_mask
 
 METHODS = ["sequential", "associative", "chunked"]
 
@@ -168,7 +168,7 @@ def test_associative_kernels_unrolled_equals_matmul(full):
     """The recursive-doubling kernels: unrolled combine = matmul combine = NumPy loop,
     forward and reverse, natural and split storage (`stored=True`), for lengths with every
     mix of split and natural levels (powers of two, 2^k·odd, odd)."""
-    from dsr._associative import associative_forward, associative_reverse, split_order
+    from dsr._solvers._associative import associative_forward, associative_reverse, split_order
 
     rng = np.random.default_rng(7)
     for T in (1, 2, 7, 12, 16, 40):
@@ -192,7 +192,7 @@ def test_associative_kernels_unrolled_equals_matmul(full):
 
 def test_split_order_pairs_are_halves():
     """In `split_order(n)` the pairs (2j, 2j+1) of every split level are the two halves."""
-    from dsr._associative import split_order
+    from dsr._solvers._associative import split_order
 
     for n in (2, 8, 24):
         o = split_order(n)
@@ -204,7 +204,7 @@ def test_split_order_pairs_are_halves():
 
 def test_auto_table():
     """`auto` reads the measured table for CPU and the reasoned default elsewhere."""
-    from dsr._auto import AUTO_TABLE, REASONED_DEFAULT, auto_combine, auto_entry
+    from dsr._solvers._auto import AUTO_TABLE, REASONED_DEFAULT, auto_combine, auto_entry
 
     assert auto_entry("cpu") is AUTO_TABLE["cpu"]
     assert auto_entry("some-accelerator") is REASONED_DEFAULT

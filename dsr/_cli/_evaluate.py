@@ -19,7 +19,7 @@ from .._serialization import load
 from ._data import (Layout, Standardization, embed_series, load_recordings, model_units,
                     sha256)
 from ._errors import CLIError
-from ._evaluation import eval_settings, evaluate_run, free_runs, table
+from ._measures import eval_settings, evaluate_run, free_runs, table
 from ._options import EVAL_OPTIONS, OUTPUT, resolve
 from ._plots import autocorrelation_delay, draw
 from ._run import RunFolder, now, read_history, run_keys

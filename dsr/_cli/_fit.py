@@ -24,8 +24,9 @@ import warnings
 import numpy as np
 
 from .._ensemble import ensemble
-from .._fit import fit
-from .._fit_setup import make_plan
+from .._training._fit import fit
+from .._training._arguments import FitArguments
+from .._training._setup import make_plan
 from .._serialization import model_spec, save
 from ..models import LSSM
 from ._run import (CONFIG_VERSION, RunFolder, device, now, read_history, run_keys, versions,
@@ -34,7 +35,7 @@ from ._data import (Layout, Standardization, embed_series, load_recordings, mode
                     sha256)
 from ._errors import CLIError
 from ._evaluate import draw_reference, evaluate_and_draw
-from ._options import (FIT_DEFAULTS, FIT_OPTIONS, IDENTITY, MODEL_CLASSES, OUTPUT,
+from ._options import (FIT_OPTIONS, IDENTITY, MODEL_CLASSES, OUTPUT,
                        TRAINING_SETTINGS, resolve, schedule_object)
 
 
@@ -218,11 +219,9 @@ def check_fit(model, opts: dict, data: Prepared, kw: dict, **override) -> None:
     """`dsr.fit`'s own argument checks (and, resuming, its checks of the checkpoint), run
     before anything is written: `make_plan` validates and compiles nothing. Its warnings
     are left to the real call."""
-    full = {k: v for k, v in FIT_DEFAULTS.items() if k not in ("model", "data", "alpha")}
-    full.update(kw, **override)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        make_plan(model, data.train, opts["alpha"], **full)
+        make_plan(model, data.train, opts["alpha"], FitArguments(**dict(kw, **override)))
 
 
 def _check_resume_options(run, base, opts, given, mode):

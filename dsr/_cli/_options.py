@@ -19,10 +19,10 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from .._fit import fit
-from .._fit_setup import RESUME_SETTINGS as RESUME_SETTINGS
-from .._solver import SOLVER_NAMES
-from .._validation import KEEP
+from .._training._fit import fit
+from .._training._setup import RESUME_SETTINGS as RESUME_SETTINGS
+from .._solvers._resolve import SOLVER_NAMES
+from .._training._validation import KEEP
 from ..metrics import evaluate
 from ..models import LSSM, ClippedShPLRNN, ShPLRNN
 from ._errors import CLIError

@@ -11,7 +11,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float, PRNGKeyArray
 
 from .._checks import check_int, check_real
-from .._scan import ScanMethod
+from .._solvers._scan import ScanMethod
 from ..models._base import KAPPA, AbstractDataDrivenModel, AbstractSizedModel, check_sizes, uniform
 from ..models._lssm import init_inputs, init_readout, scan_with_inputs
 

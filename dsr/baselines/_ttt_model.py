@@ -12,7 +12,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float, PRNGKeyArray
 
 from .._checks import check_int
-from .._scan import linear_scan
+from .._solvers._scan import linear_scan
 from ..models._base import KAPPA, AbstractSizedModel, AbstractTeacherForcedModel, uniform
 from ..models._lssm import init_readout
 from ._ttt import Form

@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from .._scan import decay_mask, linear_scan
+from .._solvers._scan import decay_mask, linear_scan
 from ._ttt_kernel import apply_kernel
 
 _DEFAULT_BLOCK = 64  # tokens per block of the parallel form (rounded to whole chunks)

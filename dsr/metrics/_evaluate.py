@@ -14,7 +14,7 @@ from jaxtyping import PRNGKeyArray
 
 from .._checks import check_bool, check_int, check_key, check_real
 from .._ensemble import Ensemble
-from .._free_run import data_range, orbit_status
+from .._orbit_status import data_range, orbit_status
 from .._generate import generate
 from ._dstsp import MIN_SAMPLES, state_space_divergence
 from ._embedding import embedding_window

@@ -9,7 +9,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float, PRNGKeyArray
 
 from .._checks import check_key, check_real
-from .._scan import ScanMethod, linear_scan
+from .._solvers._scan import ScanMethod, linear_scan
 from ._base import (KAPPA, AbstractDataDrivenModel, AbstractMARModel, AbstractSizedModel,
                     check_sizes, uniform)
 

@@ -20,9 +20,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._checks import ArgumentTypeError, check_choice
-from ._free_run import data_range, orbit_status
-from ._sharding import to_host
+from .._checks import ArgumentTypeError, check_choice
+from .._orbit_status import data_range, orbit_status
+from .._sharding import to_host
 
 KEEP = ("last", "best")
 #: Bins per axis of the validation D_stsp (the GTF authors' histogram estimator): 30, fewer
@@ -112,8 +112,8 @@ def make_validation(validation, keep, eval_every, series: list, obs_dim: int, dt
 
 def member_scores(val: Validation, gen: np.ndarray) -> dict:
     """Per-member `D_stsp` (binning), `D_H` and `status` of free runs `gen` (K, T, N)."""
-    from .metrics._dstsp_bins import binned_divergence
-    from .metrics._spectrum import power_spectrum_distance
+    from ..metrics._dstsp_bins import binned_divergence
+    from ..metrics._spectrum import power_spectrum_distance
 
     ref = data_range(val.x)
     d_stsp, d_h, status = [], [], []

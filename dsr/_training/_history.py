@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ._io import NOFOLLOW, FileFormatError, fsync_folder
+from .._io import NOFOLLOW, FileFormatError, fsync_folder
 
 _ROW, _EVAL = b"R", b"E"
 _HEAD_MAX = 1 << 16
@@ -31,7 +31,7 @@ class History:
 
     Generic: the owner names the `fields` and gives the `dtypes` they have in `arrays()`
     (`{field: dtype}`; float64 where not given — the file stores every value as float64).
-    `fit`'s training code declares its own (`_train_step.RECORD_DTYPES`)."""
+    `fit`'s training code declares its own (`_training._step.RECORD_DTYPES`)."""
 
     def __init__(self, fields: tuple[str, ...], n_members: int,
                  dtypes: Mapping[str, Any] | None = None):

@@ -20,11 +20,13 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from . import _fused, _parallel
-from ._checks import check_int, check_optional_int, check_real
+from . import _deer_fused as _fused
+
+from . import _deer_vectorized as _parallel
+from .._checks import check_int, check_optional_int, check_real
 from ._auto import auto_method
 from ._scan import METHODS, ScanMethod
-from ._solver import AbstractSolver, SolverInfo, as_linearization, shift, vmap_step
+from ._base import AbstractSolver, SolverInfo, as_linearization, shift, vmap_step
 
 
 #: The Jacobian kinds: full (DEER) or diagonal (quasi-DEER).

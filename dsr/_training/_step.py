@@ -25,12 +25,13 @@ import numpy as np
 import optax
 from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
 
-from ._alpha import AbstractAlpha
-from ._gtf import gtf_forward
-from ._regularization import Regularization
-from ._solver import AbstractSolver, Sequential, SolverInfo
+from .._alpha import AbstractAlpha
+from .._gtf import gtf_forward
+from .._regularization import Regularization
+from .._solvers._base import AbstractSolver, SolverInfo
+from .._solvers._sequential import Sequential
 from ._windows import Windows
-from .models import AbstractGTFModel, AbstractModel, AbstractTeacherForcedModel
+from ..models import AbstractGTFModel, AbstractModel, AbstractTeacherForcedModel
 
 #: The fields of an update's per-member record and the dtype each has in `fit`'s history
 #: (the history file stores every value as float64). The one declaration: `StepRecord` and

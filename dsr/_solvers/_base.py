@@ -1,4 +1,4 @@
-"""The solver interface for recurrences `z_t = F(z_{t-1}; θ, u_t)`, and `Sequential`.
+"""The solver interface for recurrences `z_t = F(z_{t-1}; θ, u_t)`.
 
 A solver receives a generic step function `step(params, z_prev, u_t) -> z_t`, the step's
 Jacobian with respect to `z_prev` (a per-step function `jac(params, z_prev, u_t) -> (M, M)`,
@@ -7,7 +7,8 @@ parameters (a pytree of arrays), `z0`, the per-step inputs `us` (a pytree with l
 T) and an initial guess for the trajectory (iterative solvers only). It returns
 `(z_{1:T}, SolverInfo)`.
 
-`Sequential` (here) is the reference: `lax.scan` with backpropagation through time.
+`Sequential` (`_sequential.py`) is the reference: `lax.scan` with backpropagation through
+time.
 `DEER` (`_deer.py`) is the parallel-in-time Newton solver with implicit gradients.
 """
 
@@ -23,7 +24,6 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
-from ._checks import check_int
 
 StepFn = Callable[[Any, Array, Any], Array]
 
@@ -148,80 +148,3 @@ class AbstractSolver(eqx.Module):
     def initial_guess(self, zbar: Float[Array, "T M"]) -> Float[Array, "T M"] | None:
         """The initial trajectory of an iterative solver, given the teacher signals
         `z̄_{1:T}` (None for a solver that needs none)."""
-
-
-class Sequential(AbstractSolver):
-    """`lax.scan` over time; gradients by backpropagation through time (BPTT).
-
-    The reference every parallel solver is tested against.
-
-    **Arguments:**
-
-    - `unroll`: steps per loop iteration passed to `lax.scan` (default 1). Unrolling cuts
-      the per-step loop overhead for small latent sizes but slows large ones and lengthens
-      compilation (measured on the documentation's Performance page).
-    """
-
-    unroll: int = eqx.field(default=1, static=True)
-
-    def __check_init__(self):
-        check_int("unroll", self.unroll, 1)
-
-    def initial_guess(self, zbar):
-        return None
-
-    def solve(self, step, jac, params, z0, us, z_init=None):
-        def body(z, u):
-            z = step(params, z, u)
-            return z, z
-
-        _, zs = jax.lax.scan(body, z0, us, unroll=self.unroll)
-        info = SolverInfo(
-            iterations=jnp.array(0, jnp.int32),
-            converged=jnp.array(True),
-            residual=jnp.zeros((), zs.dtype),
-            finite=jnp.all(jnp.isfinite(zs)),
-        )
-        return zs, info
-
-
-SOLVER_NAMES = ("auto", "deer", "quasi", "sequential")
-
-
-def resolve_solver(solver: AbstractSolver | str, latent_dim: int = 0,
-                   backend: str | None = None) -> AbstractSolver:
-    """Map `solver` (an `AbstractSolver` or a name) to a solver object.
-
-    `"deer"`: `DEER()`; `"quasi"`: `DEER(jacobian="diag")`; `"sequential"`: `Sequential()`.
-    `"auto"`: GTF-DEER (full Jacobian) on accelerators, where its O(log T)-depth Newton
-    steps are the point of the method. On CPU, DEER when the latent dimension is small
-    (M ≤ 8) and `Sequential()` otherwise, because the per-step work of DEER grows as M³
-    while the sequential loop's grows as M² (the measurements are on the documentation's
-    Performance page, `python -m benchmarks.runtime`).
-
-    **Arguments:**
-
-    - `solver`: a solver object (returned as is) or one of the names above.
-    - `latent_dim`: M, for `"auto"` on CPU.
-    - `backend`: the JAX backend (default: the default device's).
-
-    **Returns:** an [`dsr.AbstractSolver`][].
-    """
-    from ._deer import DEER  # `_deer` builds on this module's interface
-
-    if isinstance(solver, AbstractSolver):
-        return solver
-    if not isinstance(solver, str) or solver not in SOLVER_NAMES:
-        raise ValueError(
-            f"`solver` must be a dsr solver (dsr.DEER(), dsr.Sequential()) or one of "
-            f"{SOLVER_NAMES}; got {solver!r}.")
-    if solver == "deer":
-        return DEER()
-    if solver == "quasi":
-        return DEER(jacobian="diag")
-    if solver == "sequential":
-        return Sequential()
-    backend = jax.default_backend() if backend is None else backend
-    if backend != "cpu":
-        return DEER()
-    return DEER() if latent_dim <= 8 else Sequential()

@@ -15,7 +15,7 @@ import numpy as np
 from ._associative import associative_forward, associative_reverse, split_order
 from ._auto import auto_combine, auto_method
 from ._scan import adjoint_scan, linear_scan
-from ._solver import Linearization, shift, time_take, vmap_step
+from ._base import Linearization, shift, time_take, vmap_step
 
 
 def storage_order(method: str, T: int, M: int, full: bool) -> np.ndarray | None:

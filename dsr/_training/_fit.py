@@ -15,20 +15,21 @@ import jax
 import numpy as np
 import optax
 
-from . import _lock
-from ._alpha import AbstractAlpha
+from .. import _lock
+from .._alpha import AbstractAlpha
 from ._checkpoint import identity, read_header
-from ._ensemble import Ensemble
-from ._fit_setup import default_optimizer as default_optimizer
-from ._fit_setup import make_plan
-from ._regularization import Regularization
-from ._schedule import AbstractSchedule
-from ._sharding import is_writer, to_host
+from .._ensemble import Ensemble
+from ._setup import default_optimizer as default_optimizer
+from ._arguments import FitArguments
+from ._setup import make_plan
+from .._regularization import Regularization
+from .._schedule import AbstractSchedule
+from .._sharding import is_writer, to_host
 from ._signals import interrupt_on_sigterm
-from ._solver import AbstractSolver
+from .._solvers._base import AbstractSolver
 from ._trainer import Trainer
 from ._validation import validation_history
-from .models import AbstractModel
+from ..models import AbstractModel
 
 
 @dataclasses.dataclass(frozen=True)
@@ -264,13 +265,20 @@ def fit(
     result = dsr.fit(model, ds, alpha=0.08, steps=2000, seq_len=200, batch_size=16)
     ```
     """
-    kwargs = dict(locals())
-    kwargs.pop("model"), kwargs.pop("data"), kwargs.pop("alpha")
-    plan = make_plan(model, data, alpha, **kwargs)
-    ckpt = plan.options["checkpoint"]
+    args = FitArguments(
+        steps=steps, seq_len=seq_len, batch_size=batch_size, warmup=warmup,
+        learning_rate=learning_rate, optimizer=optimizer, solver=solver,
+        regularization=regularization, inputs=inputs, key=key, progress=progress,
+        checkpoint=checkpoint, checkpoint_every=checkpoint_every, resume=resume,
+        resume_settings=resume_settings, callback=callback, eval_every=eval_every,
+        alpha_every=alpha_every, alpha_gamma=alpha_gamma, max_failures=max_failures,
+        devices=devices, monitor_every=monitor_every, validation=validation, keep=keep,
+        schedule=schedule, noise=noise)
+    plan = make_plan(model, data, alpha, args)
+    ckpt = plan.options.checkpoint
     with _lock.exclusive(identity(ckpt) if ckpt is not None else None,
                          enabled=ckpt is not None and is_writer()):
-        plan = _replan_if_changed(plan, model, data, alpha, kwargs)
+        plan = _replan_if_changed(plan, model, data, alpha, args)
         trainer = Trainer(plan)
         trainer.start()
         bar = _progress_bar(trainer, progress)
@@ -283,10 +291,10 @@ def fit(
         return _result(trainer, interrupted)
 
 
-def _replan_if_changed(plan, model, data, alpha, kwargs):
+def _replan_if_changed(plan, model, data, alpha, args: FitArguments):
     """The plan again if the checkpoint it resumes was rewritten between planning and
     taking the lock (by a writer that has finished since)."""
-    resume = plan.options["resume"]
+    resume = plan.options.resume
     if resume is None:
         return plan
     path, header, payload = resume
@@ -296,4 +304,4 @@ def _replan_if_changed(plan, model, data, alpha, kwargs):
         now = None
     if now == (header, payload):
         return plan
-    return make_plan(model, data, alpha, **kwargs)
+    return make_plan(model, data, alpha, args)

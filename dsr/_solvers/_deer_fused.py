@@ -14,7 +14,7 @@ import math
 import jax
 import jax.numpy as jnp
 
-from ._solver import Linearization, shift, time_slice, vmap_step
+from ._base import Linearization, shift, time_slice, vmap_step
 
 
 def default_block_size(M: int, diagonal: bool = False) -> int:

@@ -14,24 +14,25 @@ import jax
 import numpy as np
 import optax
 
-from ._alpha import AbstractAlpha, as_alpha
+from .._alpha import AbstractAlpha, as_alpha
 from ._checkpoint import (check_compatible, differences, history_path, identity, read_header,
                           stored_arguments, structure)
-from ._checks import (ArgumentTypeError, check_bool, check_choice, check_int, check_key,
+from .._checks import (ArgumentTypeError, check_bool, check_choice, check_int, check_key,
                       check_optional_int, check_path, check_real)
-from ._config import describe_optimizer, from_config, to_config
-from ._ensemble import Ensemble, as_stack
-from ._io import read_kind
-from ._regularization import Regularization
-from ._schedule import AbstractSchedule, CosineDecay
-from ._serialization import model_spec
-from ._sharding import Placement, is_writer, resolve_devices
-from ._solver import resolve_solver
-from ._train_step import StepConfig
+from .._config import describe_optimizer, from_config, to_config
+from .._ensemble import Ensemble, as_stack
+from .._io import read_kind
+from .._regularization import Regularization
+from .._schedule import AbstractSchedule, CosineDecay
+from .._serialization import model_spec
+from .._sharding import Placement, is_writer, resolve_devices
+from .._solvers._resolve import resolve_solver
+from ._arguments import Counts, FitArguments, RunOptions
+from ._step import StepConfig
 from ._validation import Validation, make_validation
 from ._windows import Windows
-from .models import AbstractGTFModel, AbstractModel
-from .models._base import parameter_dtype
+from ..models import AbstractGTFModel, AbstractModel
+from ..models._base import parameter_dtype
 
 RESUME_SETTINGS = ("check", "checkpoint", "call")
 
@@ -110,22 +111,21 @@ class Plan:
     settings: dict
     expected: dict  # model spec, structure, data SHA-256, settings: a checkpoint's header
     series: list
-    options: dict
+    options: RunOptions
     validation: Validation | None = None
 
 
-def _check_counts(steps, seq_len, batch_size, warmup, checkpoint_every, max_failures,
-                  eval_every, monitor_every):
-    out = dict(steps=check_int("steps", steps, 0), seq_len=check_int("seq_len", seq_len, 1),
-               batch_size=check_int("batch_size", batch_size, 1),
-               checkpoint_every=check_int("checkpoint_every", checkpoint_every, 1),
-               max_failures=check_int("max_failures", max_failures, 1),
-               eval_every=check_optional_int("eval_every", eval_every, 1),
-               monitor_every=check_optional_int("monitor_every", monitor_every, 0))
-    out["warmup"] = check_int("warmup", warmup, 0, out["seq_len"] - 1)
-    if out["monitor_every"] is None:  # default: four free-run checks per fit
-        out["monitor_every"] = max(1, out["steps"] // 4) if out["steps"] else 0
-    return out
+def _check_counts(a: FitArguments) -> Counts:
+    steps, seq_len = check_int("steps", a.steps, 0), check_int("seq_len", a.seq_len, 1)
+    monitor_every = check_optional_int("monitor_every", a.monitor_every, 0)
+    if monitor_every is None:  # default: four free-run checks per fit
+        monitor_every = max(1, steps // 4) if steps else 0
+    return Counts(steps=steps, seq_len=seq_len, batch_size=check_int("batch_size", a.batch_size, 1),
+                  warmup=check_int("warmup", a.warmup, 0, seq_len - 1),
+                  checkpoint_every=check_int("checkpoint_every", a.checkpoint_every, 1),
+                  max_failures=check_int("max_failures", a.max_failures, 1),
+                  eval_every=check_optional_int("eval_every", a.eval_every, 1),
+                  monitor_every=monitor_every, noise=check_real("noise", a.noise, 0.0))
 
 
 def _check_model(model):
@@ -239,7 +239,7 @@ class Call:
     """The validated arguments of a `fit` call that decide its result (nothing compiled)."""
 
     one: AbstractModel
-    counts: dict
+    counts: Counts
     learning_rate: float
     key: jax.Array
     strategy: AbstractAlpha
@@ -253,51 +253,48 @@ class Call:
     validation: Validation | None = None
 
 
-def _validate(model, data, alpha, kw) -> Call:
+def _validate(model, data, alpha, kw: FitArguments) -> Call:
     """Validate every argument of `fit`; cheap (NumPy and argument checks only)."""
     one = _check_model(model)
-    n = _check_counts(kw["steps"], kw["seq_len"], kw["batch_size"], kw["warmup"],
-                      kw["checkpoint_every"], kw["max_failures"], kw["eval_every"],
-                      kw["monitor_every"])
-    lr = check_real("learning_rate", kw["learning_rate"], 0.0, lo_open=True)
-    n["noise"] = check_real("noise", kw["noise"], 0.0)
-    key = check_key("key", jax.random.key(0) if kw["key"] is None else kw["key"])
+    n = _check_counts(kw)
+    lr = check_real("learning_rate", kw.learning_rate, 0.0, lo_open=True)
+    key = check_key("key", jax.random.key(0) if kw.key is None else kw.key)
     if not jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key):  # a raw uint32[2] key
         key = jax.random.wrap_key_data(key)
     for name in ("callback", "optimizer"):
-        _check_optional_callable(name, kw[name])
-    check_bool("progress", kw["progress"])
-    strategy, solver_obj = _strategies(one, alpha, kw["alpha_every"], kw["alpha_gamma"],
-                                       kw["solver"], kw["regularization"])
-    _check_files(kw["checkpoint"], kw["resume"], kw["resume_settings"])
+        _check_optional_callable(name, getattr(kw, name))
+    check_bool("progress", kw.progress)
+    strategy, solver_obj = _strategies(one, alpha, kw.alpha_every, kw.alpha_gamma,
+                                       kw.solver, kw.regularization)
+    _check_files(kw.checkpoint, kw.resume, kw.resume_settings)
     dtype = parameter_dtype(one)
-    series, inp = _data(one, data, kw["inputs"], dtype, n["seq_len"])
-    if kw["validation"] is not None and one.input_dim:
+    series, inp = _data(one, data, kw.inputs, dtype, n.seq_len)
+    if kw.validation is not None and one.input_dim:
         raise ValueError("`validation`: free runs of a model with external inputs need inputs "
                          "beyond the data; not supported.")
-    series, val = make_validation(kw["validation"], kw["keep"], n["eval_every"], series,
-                                  one.obs_dim, dtype, n["seq_len"], n["steps"])
+    series, val = make_validation(kw.validation, kw.keep, n.eval_every, series,
+                                  one.obs_dim, dtype, n.seq_len, n.steps)
     K = model.n_members if isinstance(model, Ensemble) else 1
-    opt, schedule = kw["optimizer"], _check_schedule(kw["schedule"])
+    opt, schedule = kw.optimizer, _check_schedule(kw.schedule)
     if opt is not None and schedule is not None:
         raise ValueError("`schedule` sets the default optimizer's learning rate; with your "
                          "own `optimizer`, put the schedule into it.")
     opt_spec = None if opt is not None else {"name": "radam+cosine+clip", "lr": lr,
-                                             "steps": n["steps"]}
+                                             "steps": n.steps}
     if schedule is not None:  # the default cosine keeps the old text (old checkpoints)
         opt_spec = dict(opt_spec, name="radam+schedule+clip", schedule=to_config(schedule))
-    optimizer = default_optimizer(lr, n["steps"], schedule) if opt is None else opt
-    settings = _settings(n, lr, strategy, solver_obj, kw["regularization"],
+    optimizer = default_optimizer(lr, n.steps, schedule) if opt is None else opt
+    settings = _settings(n, lr, strategy, solver_obj, kw.regularization,
                          describe_optimizer(optimizer, opt_spec), key, K, dtype)
     if val is not None:  # only then: checkpoints of runs without validation stay compatible
         settings["validation"] = val.settings
-    if n["noise"]:  # likewise
-        settings["noise"] = n["noise"]
+    if n.noise:  # likewise
+        settings["noise"] = n.noise
     expected = dict(model=model_spec(model), data_sha256=fingerprint(series, inp),
                     settings=settings, structure=structure(
                         model.stacked if isinstance(model, Ensemble) else model,
                         None if isinstance(model, Ensemble) else 1))
-    return Call(one, n, lr, key, strategy, solver_obj, kw["regularization"], optimizer, series,
+    return Call(one, n, lr, key, strategy, solver_obj, kw.regularization, optimizer, series,
                 inp, settings, expected, val)
 
 
@@ -308,25 +305,26 @@ def _check_optional_callable(name, value):
         raise ArgumentTypeError(f"`{name}` must be {what} or None; got {value!r}.")
 
 
-def _reconcile(path, header: dict, call: Call, model, data, kw) -> Call:
+def _reconcile(path, header: dict, call: Call, model, data, kw: FitArguments) -> Call:
     """Check the checkpoint at `path` against the call (before anything is compiled) and
     return the call to continue: this one, or — with `resume_settings="checkpoint"` — one
     with the stored settings."""
     check_compatible(path, header, call.expected)
-    stored, mode = header.get("settings", {}), kw["resume_settings"]
+    stored, mode = header.get("settings", {}), kw.resume_settings
     diff = differences(stored, call.settings)
     if diff and mode == "checkpoint":
-        kw = dict(kw, **stored_arguments(path, stored, kw["optimizer"], call.settings, call,
-                                         kw.get("schedule")))
-        call = _validate(model, data, kw.pop("alpha"), kw)
+        restored = stored_arguments(path, stored, kw.optimizer, call.settings, call,
+                                    kw.schedule)
+        alpha = restored.pop("alpha")
+        call = _validate(model, data, alpha, kw.replace(**restored))
         left = differences(stored, call.settings)
         if left:
             raise ValueError(f"`resume_settings='checkpoint'`: the settings of {path!r} "
                              "cannot all be restored: " + "; ".join(left) + ".")
         return call
     step = int(header.get("step", 0))
-    if step > call.counts["steps"]:
-        raise ValueError(f"`steps` ({call.counts['steps']}) is below the step of the "
+    if step > call.counts.steps:
+        raise ValueError(f"`steps` ({call.counts.steps}) is below the step of the "
                          f"checkpoint {path!r} ({step}); resuming cannot go back.")
     if diff and mode == "check":
         raise ValueError(f"`resume`: {path!r} was written with other settings — "
@@ -338,29 +336,29 @@ def _reconcile(path, header: dict, call: Call, model, data, kw) -> Call:
     return call
 
 
-def make_plan(model, data, alpha, **kw) -> Plan:
+def make_plan(model, data, alpha, kw: FitArguments) -> Plan:
     """Validate every argument of `fit`, check a checkpoint to resume against them (nothing
     is compiled yet) and build the plan."""
-    kw = dict(kw, checkpoint=default_checkpoint(kw["checkpoint"], kw["resume"]))
+    kw = kw.replace(checkpoint=default_checkpoint(kw.checkpoint, kw.resume))
     call = _validate(model, data, alpha, kw)
     resume = None
-    if kw["resume"] is not None:
-        path = os.fspath(kw["resume"])
+    if kw.resume is not None:
+        path = os.fspath(kw.resume)
         header, payload = read_header(path)
         call = _reconcile(path, header, call, model, data, kw)
         resume = (path, header, payload)
     n = call.counts
     stacked, K, is_ens = as_stack(model)
-    placement = Placement(K, resolve_devices(kw["devices"]))
+    placement = Placement(K, resolve_devices(kw.devices))
     cfg = StepConfig(call.solver, call.regularization, call.optimizer, call.strategy,
-                     n["batch_size"], n["warmup"], n["max_failures"],
-                     isinstance(call.one, AbstractGTFModel), n["noise"])
+                     n.batch_size, n.warmup, n.max_failures,
+                     isinstance(call.one, AbstractGTFModel), n.noise)
     keys = jax.random.split(call.key, K) if is_ens else call.key[None]
-    windows = Windows.from_series(call.series, call.inputs, n["seq_len"] + 1)
-    options = dict(checkpoint=kw["checkpoint"], checkpoint_every=n["checkpoint_every"],
-                   resume=resume, eval_every=n["eval_every"], monitor_every=n["monitor_every"],
-                   callback=kw["callback"], progress=kw["progress"])
-    return Plan(cfg, n["steps"], windows, stacked, K, is_ens,
+    windows = Windows.from_series(call.series, call.inputs, n.seq_len + 1)
+    options = RunOptions(checkpoint=kw.checkpoint, checkpoint_every=n.checkpoint_every,
+                         resume=resume, eval_every=n.eval_every, monitor_every=n.monitor_every,
+                         callback=kw.callback, progress=kw.progress)
+    return Plan(cfg, n.steps, windows, stacked, K, is_ens,
                 np.asarray(jax.random.key_data(keys)), str(jax.random.key_impl(keys)),
                 placement, call.settings, call.expected, call.series, options, call.validation)
 
@@ -368,9 +366,9 @@ def make_plan(model, data, alpha, **kw) -> Plan:
 def _settings(n, lr, strategy: AbstractAlpha, solver, regularization, optimizer, key, K,
               dtype) -> dict[str, Any]:
     """Every setting that changes the result, as JSON (no reprs, no addresses)."""
-    return dict(alpha=to_config(strategy), steps=n["steps"], seq_len=n["seq_len"],
-                batch_size=n["batch_size"], warmup=n["warmup"], learning_rate=lr,
+    return dict(alpha=to_config(strategy), steps=n.steps, seq_len=n.seq_len,
+                batch_size=n.batch_size, warmup=n.warmup, learning_rate=lr,
                 optimizer=optimizer, solver=to_config(solver),
-                regularization=to_config(regularization), max_failures=n["max_failures"],
+                regularization=to_config(regularization), max_failures=n.max_failures,
                 key=np.asarray(jax.random.key_data(key)).tolist(),
                 key_impl=str(jax.random.key_impl(key)), members=K, dtype=str(dtype))

@@ -15,10 +15,10 @@ import equinox as eqx
 import jax
 import numpy as np
 
-from ._config import from_config
+from .._config import from_config
 from ._history import History
-from ._io import FileFormatError, read_container, write_container
-from ._serialization import deserialize, serialize
+from .._io import FileFormatError, read_container, write_container
+from .._serialization import deserialize, serialize
 
 #: Settings that describe the model, not the run: they cannot be taken from a checkpoint.
 MODEL_SETTINGS = ("members", "dtype")

@@ -16,14 +16,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._checkpoint import identity, restore, save_checkpoint
-from ._ensemble import from_stack
-from ._fit_setup import Plan
-from ._free_run import data_range, orbit_status
-from ._generate import generate
+from .._ensemble import from_stack
+from ._setup import Plan
+from .._orbit_status import data_range, orbit_status
+from .._generate import generate
 from ._history import History
-from ._lock import clean_stale_temporaries
-from ._sharding import is_writer, process_count, to_host
-from ._train_step import (RECORD_DTYPES, StepRecord, TrainState, commit_jit, propose_and_commit,
+from .._lock import clean_stale_temporaries
+from .._sharding import is_writer, process_count, to_host
+from ._step import (RECORD_DTYPES, StepRecord, TrainState, commit_jit, propose_and_commit,
                           refine)
 from ._validation import eval_keys, initial_best, kept_model, member_scores, update_best
 
@@ -66,7 +66,7 @@ class Trainer:
     def start(self) -> None:
         """The initial or resumed state, padded and placed on the devices."""
         state = self._initial_state()
-        resume, ckpt = self.plan.options["resume"], self.plan.options["checkpoint"]
+        resume, ckpt = self.plan.options.resume, self.plan.options.checkpoint
         if self.writer and ckpt is not None:
             clean_stale_temporaries(ckpt)  # left by a killed writer of this host
         if self.plan.validation is not None:
@@ -122,7 +122,7 @@ class Trainer:
     def save(self) -> None:
         """Write the checkpoint (process 0 only; every process takes part in gathering the
         state, a collective under `jax.distributed`)."""
-        path = self.plan.options["checkpoint"]
+        path = self.plan.options.checkpoint
         if path is not None:
             self.history.truncate(int(self.state.step))
             state = self.plan.placement.unpad(to_host(self.state))
@@ -134,7 +134,7 @@ class Trainer:
         """On an exception leaving the loop: save the state reached (when a checkpoint is
         configured) and say so in a note on `error`; a save that fails too is noted, never
         raised in place of `error`."""
-        path = self.plan.options["checkpoint"]
+        path = self.plan.options.checkpoint
         if path is None:
             return
         if process_count() > 1:  # gathering the state is a collective the others may not join
@@ -154,8 +154,8 @@ class Trainer:
         o, val = self.plan.options, self.plan.validation
         if val is not None and done % val.every == 0:
             self.validate(done)
-        if o["callback"] is not None and o["eval_every"] and done % o["eval_every"] == 0:
-            out = o["callback"](done, self.current_model())
+        if o.callback is not None and o.eval_every and done % o.eval_every == 0:
+            out = o.callback(done, self.current_model())
             try:
                 if out is not None and not isinstance(out, dict):
                     raise TypeError
@@ -164,9 +164,9 @@ class Trainer:
             except (TypeError, ValueError):
                 raise TypeError(f"`callback` must return a dict of numbers or None; got "
                                 f"{out!r:.80} at step {done}.") from None
-        if o["checkpoint"] is not None and done % o["checkpoint_every"] == 0:
+        if o.checkpoint is not None and done % o.checkpoint_every == 0:
             self.save()
-        every = o["monitor_every"]
+        every = o.monitor_every
         if every and done % every == 0:
             self.monitor(done)
 
