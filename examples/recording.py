@@ -96,7 +96,7 @@ def var1_run(A, c, x0, n):
     return out
 
 
-def prepare(raw: np.ndarray, fs: float, test_seconds: float):
+def prepare(raw: np.ndarray, fs: float, test_seconds: float, embedding=None):
     """`(train embedded, test embedded, (m, tau), mean, std)`."""
     n_test = int(test_seconds * fs)
     if len(raw) < 4 * n_test:
@@ -105,7 +105,7 @@ def prepare(raw: np.ndarray, fs: float, test_seconds: float):
     train_raw, test_raw = raw[:-n_test], raw[-n_test:]
     mu, sd = float(train_raw.mean()), float(train_raw.std())
     train_raw, test_raw = (train_raw - mu) / sd, (test_raw - mu) / sd
-    m, tau = dsr.choose_embedding(train_raw)
+    m, tau = dsr.choose_embedding(train_raw) if embedding is None else embedding
     emb = lambda v: np.asarray(dsr.metrics.delay_embed(v[:, None], m, tau), np.float32)  # noqa
     return emb(train_raw), emb(test_raw), (m, tau), mu, sd
 
@@ -178,6 +178,18 @@ def draw(path, x_test, runs, fs, tau):
     plt.close(fig)
 
 
+def _embedding(p, text):
+    if text is None:
+        return None
+    try:
+        m, tau = (int(v) for v in text.split(","))
+    except ValueError:
+        m = tau = 0
+    if m < 1 or tau < 1:
+        p.error(f"--embedding: expected M,TAU (two positive integers), got {text!r}")
+    return m, tau
+
+
 def main(argv=None):
     p = parser("recording", __doc__)
     p.add_argument("path", nargs="?", help="a one-channel .npy recording")
@@ -189,13 +201,18 @@ def main(argv=None):
     p.add_argument("--alpha", type=float, default=None, help="GTF α (default 0.3)")
     p.add_argument("--noise", type=float, default=None,
                    help="std of the Gaussian noise on the teacher signals (default 0)")
+    p.add_argument("--seq-len", type=int, default=None, help="GTF window T (default 200)")
+    p.add_argument("--hidden-dim", type=int, default=None, help="shPLRNN L (default 250)")
+    p.add_argument("--embedding", default=None, metavar="M,TAU",
+                   help="delay embedding (default: dsr.choose_embedding on the training part)")
     p.add_argument("--solver", default=None,
                    help="dsr.fit's solver (default: sequential on CPU, auto elsewhere)")
     a = p.parse_args(argv)
     t0 = time.perf_counter()
     s = dict(QUICK if a.quick else SETTINGS)
     s.update({k: v for k, v in (("steps", a.steps), ("members", a.members), ("alpha", a.alpha),
-                                ("noise", a.noise), ("solver", a.solver)) if v is not None})
+                                ("noise", a.noise), ("solver", a.solver), ("seq_len", a.seq_len),
+                                ("hidden_dim", a.hidden_dim)) if v is not None})
     if a.synthetic:
         from .ecg_like import FS, ecg_like
 
@@ -207,7 +224,8 @@ def main(argv=None):
     if a.quick:  # a short stretch, and a short held-out part
         raw, a.test_seconds = raw[: int(60 * fs)], 10.0
     os.makedirs(a.out, exist_ok=True)
-    x_train, x_test, (m, tau), mu, sd = prepare(raw, fs, a.test_seconds)
+    x_train, x_test, (m, tau), mu, sd = prepare(raw, fs, a.test_seconds,
+                                                _embedding(p, a.embedding))
     print(f"embedding m={m}, tau={tau} ({1000 * tau / fs:.0f} ms); train {x_train.shape}, "
           f"held out {x_test.shape}; {s}")
     t1 = time.perf_counter()
