@@ -35,6 +35,7 @@ import numpy as np
 
 import dsr
 from benchmarks.compare._var import fit_var  # the one VAR(1) fit, shared with the comparison
+from dsr._cli._options import _embedding as parse_embedding  # the CLI's M,TAU rule
 from dsr._orbit_status import data_range
 from dsr._training._validation import n_bins
 from dsr.metrics._dstsp_bins import binned_divergence
@@ -182,15 +183,12 @@ def draw(path, x_test, runs, fs, tau):
 
 
 def _embedding(p, text):
-    if text is None:
-        return None
+    """`--embedding M,TAU` as `(m, tau)` (None: choose it), by the CLI's own parser."""
     try:
-        m, tau = (int(v) for v in text.split(","))
-    except ValueError:
-        m = tau = 0
-    if m < 1 or tau < 1:
-        p.error(f"--embedding: expected M,TAU (two positive integers), got {text!r}")
-    return m, tau
+        emb = parse_embedding("--embedding", text)
+    except ValueError as e:
+        p.error(str(e))
+    return None if emb is None else tuple(emb)
 
 
 def main(argv=None):
@@ -213,9 +211,8 @@ def main(argv=None):
     a = p.parse_args(argv)
     t0 = time.perf_counter()
     s = dict(QUICK if a.quick else SETTINGS)
-    s.update({k: v for k, v in (("steps", a.steps), ("members", a.members), ("alpha", a.alpha),
-                                ("noise", a.noise), ("solver", a.solver), ("seq_len", a.seq_len),
-                                ("hidden_dim", a.hidden_dim)) if v is not None})
+    given = ("steps", "members", "alpha", "noise", "solver", "seq_len", "hidden_dim")
+    s.update({k: getattr(a, k) for k in given if getattr(a, k) is not None})
     if a.synthetic:
         from .ecg_like import FS, ecg_like
 
