@@ -11,6 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
+from ._cache import enable_compilation_cache
 from ._checks import ArgumentTypeError, check_array, check_bool, check_int, is_concrete
 from ._ensemble import Ensemble
 from ._orbit_status import COLLAPSE_MIN_STEPS, data_range, orbit_status
@@ -164,6 +165,7 @@ def generate(
     x_gen = dsr.generate(model, 10_000, context=x_test[:512])
     ```
     """
+    enable_compilation_cache()
     check_bool("return_latents", return_latents)
     check_bool("check", check)
     is_ens = isinstance(model, Ensemble)

@@ -2,6 +2,7 @@
 helpers are in `helpers.py`)."""
 
 import itertools
+import os
 
 import jax
 import pytest
@@ -18,3 +19,8 @@ def getkey():
         return jax.random.fold_in(base, next(counter))
 
     return _getkey
+
+# JAX's persistent compilation cache, which `fit`, `generate` and `evaluate` turn on by
+# default, stays off in the tests (and in the processes they start), so that each test
+# compiles what it runs; tests/test_cache.py checks the cache itself in its own processes.
+os.environ["DSR_CACHE_DIR"] = "off"

@@ -14,6 +14,7 @@ import time
 import jax
 import numpy as np
 
+from ..metrics._evaluate import free_run_length, sample_count
 from .._ensemble import Ensemble
 from .._serialization import load
 from ._data import (Layout, Standardization, embed_series, load_recordings, model_units,
@@ -48,9 +49,10 @@ def evaluate_and_draw(run: RunFolder, cfg: dict, model, test_x: np.ndarray, opts
                       std: Standardization, names, dt, key, hist) -> dict:
     """Evaluate every member on `test_x` (standardized), write `metrics.json`, print the
     table and draw the pictures against the test data."""
-    print(f"evaluation: {len(test_x)} test steps; free runs of {opts['gen_factor']} × that "
-          f"after {opts['context_steps']} context steps; D_stsp with {opts['n_samples']} "
-          "samples")
+    n_gen = free_run_length(opts["gen_factor"], len(test_x))
+    print(f"evaluation: {len(test_x)} test steps; free runs of {n_gen} steps after "
+          f"{opts['context_steps']} context steps; D_stsp with "
+          f"{sample_count(opts['n_samples'], len(test_x))} samples")
     report, x_gens = evaluate_run(model, test_x, dt, opts, key,
                                   channel=bool((cfg.get("data") or {}).get("delay_embed")))
     model_file = {"path": os.path.abspath(run.model), "sha256": sha256(run.model),

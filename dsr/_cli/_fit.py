@@ -262,6 +262,12 @@ def _resume(run: RunFolder, flags: dict, config_path, argv) -> int:
     opts, given = resolve(FIT_OPTIONS, flags, config_path, base=base)
     mode = flags.get("resume_settings", "check")
     training = _check_resume_options(run, base, opts, given, mode)
+    if _finished(cfg, opts) and "test" not in given:
+        print(f"fit --resume {run.path}: the run is complete ({cfg['fit']['steps_done']} of "
+              f"{opts['steps']} updates); nothing to train. Evaluate it with `python -m dsr "
+              f"evaluate {run.path}` (or add --test FILE here), or train further with "
+              "--steps N --resume-settings call.")
+        return 0
     for rec in cfg["data"]["files"]:
         path = rec["abspath"]
         if not os.path.isfile(path):
@@ -287,6 +293,12 @@ def _resume(run: RunFolder, flags: dict, config_path, argv) -> int:
                        validation=data.validation_info)  # the files this session uses
     print(_describe(opts, data, model))
     return train(run, cfg, opts, data, model, argv, resume_settings=settings)
+
+
+def _finished(cfg: dict, opts: dict) -> bool:
+    """Whether the run's last session trained every one of `opts["steps"]` updates."""
+    rec = cfg.get("fit") or {}
+    return rec.get("status") == "done" and int(rec.get("steps_done", -1)) >= opts["steps"]
 
 
 def _checkpoint_to_resume(run: RunFolder) -> str | None:

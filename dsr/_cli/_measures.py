@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..metrics._evaluate import free_run_length
 from .._ensemble import Ensemble
 from .._generate import generate
 from ..metrics import (evaluate, power_spectrum_distance, state_space_divergence,
@@ -67,7 +68,7 @@ def free_runs(model, x_test: np.ndarray, settings: dict) -> np.ndarray:
     draws them (for the pictures without test data; with test data `evaluate` returns its
     own)."""
     dtype = jax.tree_util.tree_leaves(model)[0].dtype
-    x = generate(model, settings["gen_factor"] * len(x_test), check=False,
+    x = generate(model, free_run_length(settings["gen_factor"], len(x_test)), check=False,
                  context=jnp.asarray(x_test[:settings["warmup"]], dtype))
     x = np.asarray(x, np.float64)
     return x if isinstance(model, Ensemble) else x[None]

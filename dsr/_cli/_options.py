@@ -61,6 +61,15 @@ def integer(lo: int | None = None, optional: bool = False, hi: int = INT_MAX) ->
     return convert
 
 
+def auto_or(convert: Callable) -> Callable:
+    """`"auto"`, or what `convert` accepts."""
+    def convert_or_auto(label, v):
+        if isinstance(v, str) and v.strip().lower() == "auto":
+            return "auto"
+        return convert(label, v)
+    return convert_or_auto
+
+
 def _float(lo: float = 0.0, optional: bool = False) -> Callable:
     def convert(label, v):
         if optional and (v is None or (isinstance(v, str) and v.lower() == "none")):
@@ -292,12 +301,13 @@ TRAINING = [
 EVALUATION = [
     Option("embedding", _embedding, None, "delay embedding m,tau for D_stsp^DE", "evaluation",
            "M,TAU"),
-    Option("n_samples", integer(1), E["n_samples"], "D_stsp Monte-Carlo samples", "evaluation"),
+    Option("n_samples", auto_or(integer(10)), E["n_samples"], "D_stsp Monte-Carlo samples "
+           "(auto: 10 per test step, 10^4 to 10^6)", "evaluation"),
     Option("n_rmse", integer(1), E["n_rmse"], "forecast horizon n of RMSE(n)", "evaluation"),
     Option("context_steps", integer(1), E["warmup"], "observed steps that warm the model up "
            "before each free run", "evaluation"),
-    Option("gen_factor", integer(1), E["gen_factor"], "free-run length in test lengths",
-           "evaluation"),
+    Option("gen_factor", auto_or(integer(1)), E["gen_factor"], "free-run length in test "
+           "lengths (auto: 3, at most 30,000 steps, at least 1)", "evaluation"),
     Option("lyapunov_steps", integer(1), E["lyapunov_steps"], "steps for λ_max", "evaluation"),
 ]
 OUTPUT = [

@@ -16,6 +16,7 @@ import numpy as np
 import optax
 
 from .. import _lock
+from .._cache import enable_compilation_cache
 from .._alpha import AbstractAlpha
 from ._checkpoint import identity, read_header
 from .._ensemble import Ensemble
@@ -78,9 +79,9 @@ def _progress_bar(trainer: Trainer, enabled: bool):
                 dynamic_ncols=True)
 
 
-def _show(bar, record, done, steps):
-    bar.update(1)
-    if done % 10 and done != steps:
+def _show(bar, record, before, done, steps):
+    bar.update(done - before)
+    if done // 10 == before // 10 and done != steps:
         return
     loss, alpha, iters = record.loss, record.alpha, record.newton_iters
     post = dict(loss=f"{np.nanmedian(loss):.4g}", alpha=f"{np.median(alpha):.3f}",
@@ -98,15 +99,18 @@ def _loop(trainer: Trainer, bar) -> bool:
     other exception saves the state reached too, then propagates."""
     steps, K = trainer.plan.steps, trainer.plan.n_members
     try:
-        while int(trainer.state.step) < steps:
-            if not np.any(to_host(trainer.state.active)[:K]):
+        done = int(trainer.state.step)
+        while done < steps:
+            record = None
+            if np.any(to_host(trainer.state.active)[:K]):
+                record = trainer.step()
+            if record is None:  # every member stopped (none active, nothing ran)
                 _warn_all_stopped(trainer)
                 break
-            record = trainer.step()
-            done = int(trainer.state.step)
+            before, done = done, int(trainer.state.step)
             trainer.after_step(done)
             if bar is not None:
-                _show(bar, record, done, steps)
+                _show(bar, record, before, done, steps)
         if steps > 0:
             trainer.save()
     except KeyboardInterrupt:
@@ -265,6 +269,7 @@ def fit(
     result = dsr.fit(model, ds, alpha=0.08, steps=2000, seq_len=200, batch_size=16)
     ```
     """
+    enable_compilation_cache()
     args = FitArguments(
         steps=steps, seq_len=seq_len, batch_size=batch_size, warmup=warmup,
         learning_rate=learning_rate, optimizer=optimizer, solver=solver,

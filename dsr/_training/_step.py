@@ -2,13 +2,13 @@
 
 1. `propose`: draw each member's windows, update α when due, and compute every member's
    loss, gradient and optimizer update with the configured solver (vmapped over members).
-2. `refine` (only when some member's solve failed): re-solve those members sequentially on
+2. `_refine` (only when some member's solve failed): re-solve those members sequentially on
    the same batch; the others keep their proposal.
 3. `commit`: apply each member's update if its loss and gradient are finite, and advance the
    per-member bookkeeping and the step counter together, in one new `TrainState`.
 
-`propose_and_commit` runs 1 and 3 as one program (the common case: one dispatch and one
-host transfer per update); after a failure, `refine` and `commit_jit` redo 3.
+`run_chunk` runs 1 and 3 for many updates in one program (one dispatch and one host transfer
+per chunk, not per update); an update that needs 2 is run alone by `fallback_update`.
 
 Loss (Hess, Götz, Durstewitz (2026), arXiv:2605.12683, Eq. 59–60):
 `MSE(x_{T_w+1:T}, x̂_{T_w+1:T}) + regularization`.
@@ -46,8 +46,9 @@ class StepRecord(NamedTuple("StepRecord", [(name, Any) for name in RECORD_DTYPES
     `alpha`, `newton_iters`, `converged` (the solve), `applied` (the update),
     `fallback` (the batch was re-solved sequentially), `alpha_raised`.
 
-    Inside the jitted update it travels packed as one `(fields, K)` array (`pack`), so an
-    update costs one device-to-host transfer; `unpack` names the rows again."""
+    Inside the jitted updates it travels packed as one `(fields, K)` array (`pack`), a
+    chunk's records stacked, so a chunk costs one device-to-host transfer; `unpack` names the
+    rows again."""
 
     __slots__ = ()
 
@@ -180,8 +181,7 @@ def propose(state: TrainState, keys: PRNGKeyArray, windows: Windows, cfg: StepCo
     return Proposal(m, o, loss, mse, fin, conv, it, need, alpha, x, s, teacher)
 
 
-@eqx.filter_jit
-def refine(state: TrainState, prop: Proposal, need: Bool[Array, " K"], cfg: StepConfig) -> Proposal:
+def _refine(state: TrainState, prop: Proposal, need: Bool[Array, " K"], cfg: StepConfig) -> Proposal:
     """Re-solve the members in `need` sequentially on the same batch and α."""
     seq = _vupdate(state, prop.x, prop.s, prop.alpha, cfg, Sequential(), prop.teacher)
     pick = lambda a, b: _where(need, a, b)  # noqa: E731
@@ -224,14 +224,53 @@ def commit(state: TrainState, prop: Proposal, cfg: StepConfig):
     return new, record.pack(state.alpha.dtype)
 
 
+#: The most updates one dispatch of `run_chunk` runs (the length of its record buffer, a
+#: static shape: every chunk of every `fit` with the same shapes is one compiled program).
+CHUNK = 256
+
+
+def _select(flag, a, b):
+    """`a` where the scalar `flag`, else `b`, leaf by leaf (non-array leaves from `b`)."""
+    return jax.tree_util.tree_map(lambda u, v: jnp.where(flag, u, v) if eqx.is_array(v) else v,
+                                  a, b, is_leaf=lambda v: v is None)
+
+
 @eqx.filter_jit
-def propose_and_commit(state: TrainState, keys: PRNGKeyArray, windows: Windows,
-                       cfg: StepConfig):
-    """`propose` and `commit` in one program: `(proposal, new_state, record)`. The new state
-    is final unless some member's `fallback` flag (in the packed record) asks for `refine`."""
+def run_chunk(state: TrainState, keys: PRNGKeyArray, windows: Windows, cfg: StepConfig, n):
+    """Up to `n` ≤ `CHUNK` updates in one program (a `lax.while_loop` over `propose` and
+    `commit`): `(state, records (CHUNK, fields, K), done, halted)`, the first `done` rows of
+    `records` being the updates' packed `StepRecord`s.
+
+    It stops early, *before* an update whose parallel solve failed for some member
+    (`halted`: the caller runs that update with `fallback_update`), and when no member is
+    active. The updates do not depend on where chunks start or end (the same program, the
+    same body), so a run resumed from any step is bit-exact."""
+    n_fields, K = len(RECORD_DTYPES), state.alpha.shape[0]
+    arrays, static = eqx.partition(state, eqx.is_array)  # a loop carries arrays only
+
+    def cond(carry):
+        i, st, _, halted = carry
+        return (i < n) & ~halted & jnp.any(st.active)
+
+    def body(carry):
+        i, st, buf, _ = carry
+        st = eqx.combine(st, static)
+        prop = propose(st, keys, windows, cfg)
+        halt = jnp.any(prop.fallback)
+        new, record = commit(st, prop, cfg)
+        buf = jax.lax.dynamic_update_index_in_dim(buf, record, i, 0)
+        kept = _select(halt, eqx.filter(st, eqx.is_array), eqx.filter(new, eqx.is_array))
+        return jnp.where(halt, i, i + 1), kept, buf, halt
+
+    buf = jnp.zeros((CHUNK, n_fields, K), state.alpha.dtype)
+    carry = (jnp.zeros((), jnp.int32), arrays, buf, jnp.zeros((), bool))
+    done, arrays, buf, halted = jax.lax.while_loop(cond, body, carry)
+    return eqx.combine(arrays, static), buf, done, halted
+
+
+@eqx.filter_jit
+def fallback_update(state: TrainState, keys: PRNGKeyArray, windows: Windows, cfg: StepConfig):
+    """One update in which the members whose parallel solve failed are re-solved
+    sequentially (`refine`): `(new_state, packed record)`. Compiled only when a run needs it."""
     prop = propose(state, keys, windows, cfg)
-    new, record = commit(state, prop, cfg)
-    return prop, new, record
-
-
-commit_jit = eqx.filter_jit(commit)
+    return commit(state, _refine(state, prop, prop.fallback, cfg), cfg)

@@ -23,13 +23,15 @@ from .._generate import generate
 from ._history import History
 from .._lock import clean_stale_temporaries
 from .._sharding import is_writer, process_count, to_host
-from ._step import (RECORD_DTYPES, StepRecord, TrainState, commit_jit, propose_and_commit,
-                          refine)
+from ._step import CHUNK, RECORD_DTYPES, StepRecord, TrainState, fallback_update, run_chunk
 from ._validation import eval_keys, initial_best, kept_model, member_scores, update_best
 
 #: The history's fields and their dtypes: each update's `StepRecord`, then its wall time.
 HISTORY_DTYPES = {**RECORD_DTYPES, "wall_time": np.float64}
 HISTORY_FIELDS = tuple(HISTORY_DTYPES)
+#: The wall time a dispatch of updates aims at (seconds): long enough that returning to Python
+#: costs nothing measurable, short enough for a live progress bar and a prompt Ctrl-C.
+CHUNK_SECONDS = 0.5
 
 
 def _note(error: BaseException, text: str) -> None:
@@ -51,6 +53,7 @@ class Trainer:
         self.best = None  # with validation: (params, score, step) per member
         self.validation_time = 0.0  # seconds spent in free-run validation (this process)
         self.writer = is_writer()  # process 0: the only one that writes files
+        self.seconds_per_update = None  # measured on the last dispatch
 
     # ------------------------------------------------------------------ state
 
@@ -90,24 +93,49 @@ class Trainer:
         self.windows = pl.replicated(self.plan.windows)
         self._catch_up(int(self.state.step))
 
-    # ------------------------------------------------------------------ one update
+    # ------------------------------------------------------------------ updates
 
-    def step(self) -> StepRecord:
-        """One update of all members; returns its record (`(K,)` NumPy arrays)."""
+    def step(self) -> StepRecord | None:
+        """One dispatch: the updates up to the next event (`chunk_length`) of all members in
+        one program (fewer when an update needs the sequential re-solve, which then runs
+        alone, or when every member stopped); returns the last update's record (`(K,)` NumPy
+        arrays), None if no member was active."""
         t0 = time.perf_counter()
-        prop, new_state, packed = propose_and_commit(self.state, self.keys, self.windows,
-                                                     self.cfg)
-        record = StepRecord.unpack(to_host(packed))
-        if np.any(record.fallback):
-            prop = refine(self.state, prop, prop.fallback, self.cfg)
-            new_state, packed = commit_jit(self.state, prop, self.cfg)
-            record = StepRecord.unpack(to_host(packed))
+        n = self.chunk_length(int(self.state.step))
+        state, buf, done, halted = run_chunk(self.state, self.keys, self.windows, self.cfg,
+                                             np.int32(n))
+        done, halted = int(done), bool(halted)
+        rows = to_host(buf)[:done] if done else buf[:0]
+        if halted and not done:  # the first update of the chunk needs the re-solve
+            state, packed = fallback_update(self.state, self.keys, self.windows, self.cfg)
+            rows, done = to_host(packed)[None], 1
+        if not done:  # every member has stopped: nothing ran
+            return None
+        wall = (time.perf_counter() - t0) / done
         K = self.plan.n_members
-        record = StepRecord(*(v[:K] for v in record))
-        self.history.append(dict(record._asdict(),
-                                 wall_time=np.full(K, time.perf_counter() - t0)))
-        self.state = new_state  # the only place the state advances
-        return record
+        for row in rows:
+            self.history.append(dict(StepRecord.unpack(row[:, :K])._asdict(),
+                                     wall_time=np.full(K, wall)))
+        self.state = state  # the only place the state advances
+        self.seconds_per_update = wall
+        return StepRecord.unpack(rows[-1][:, :K])
+
+    def chunk_length(self, done: int) -> int:
+        """Updates in the next dispatch: up to the next step at which something happens
+        between updates (validation, callback, checkpoint, free-run check, the end), and
+        about `CHUNK_SECONDS` of work (so the progress bar moves and an interrupt is seen),
+        at most `CHUNK`."""
+        o, val = self.plan.options, self.plan.validation
+        events = [val.every if val is not None else 0,
+                  o.eval_every if o.callback is not None else 0,
+                  o.checkpoint_every if o.checkpoint is not None else 0, o.monitor_every]
+        n = self.plan.steps - done
+        for every in events:
+            if every:
+                n = min(n, every - done % every)
+        if self.seconds_per_update is None:  # the first dispatch also compiles: keep it short
+            return max(1, min(n, 8))
+        return max(1, min(n, CHUNK, int(CHUNK_SECONDS / max(self.seconds_per_update, 1e-9))))
 
     # ------------------------------------------------------------------ the loop
 

@@ -15,6 +15,7 @@ from ._dstsp import StateSpaceDivergence as StateSpaceDivergence
 from ._dstsp import state_space_divergence as state_space_divergence
 from ._embedding import delay_embed as delay_embed
 from ._evaluate import PAPER_EMBEDDINGS as PAPER_EMBEDDINGS
+from ._evaluate import PAPER_EVALUATION as PAPER_EVALUATION
 from ._evaluate import evaluate as evaluate
 from ._lyapunov import lyapunov_spectrum as lyapunov_spectrum
 from ._lyapunov import max_lyapunov as max_lyapunov
