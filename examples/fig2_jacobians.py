@@ -135,10 +135,16 @@ def plot_orbits(results, path):
 def plot(results, path):
     plt = F.pyplot()
     n_arms = max(len(results[obs][1]) for obs in results)
-    fig, axes = plt.subplots(len(results), 4 + n_arms, figsize=(17 + 3.6 * n_arms,
-                                                                3.75 * len(results)),
+    # Three panels a row (A-D, then one orbit panel per arm), so the figure reads at the
+    # documentation's column width.
+    per = -(-(4 + n_arms) // 3)
+    fig, grid = plt.subplots(per * len(results), 3, figsize=(13, 3.6 * per * len(results)),
                              squeeze=False)  # fmt: skip
     for row, obs in enumerate(results):
+        cells = grid[row * per:(row + 1) * per].flat
+        axes = {(row, k): ax for k, ax in enumerate(cells)}
+        for k in range(4 + len(results[obs][1]), 3 * per):
+            axes[row, k].set_visible(False)
         recs = [r for r in results[obs][0]]
         for j, arm in enumerate(results[obs][1]):
             c = results[obs][1][arm]

@@ -147,3 +147,48 @@ def _commands_in(where: str, line: str, words: list[str]) -> list[Command]:
                 rest.append(a)
             out.append(Command(where, line, words[k + 2], tuple(rest)))
     return out
+
+
+def section(path: Path, heading: str) -> str:
+    """The text of a page under the heading whose text is `heading` (any level), up to the
+    next heading of the same or a higher level."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    fenced, in_code = [], False
+    for ln in lines:  # a `# comment` inside a code block is no heading
+        if _FENCE.match(ln):
+            in_code = not in_code
+        fenced.append(in_code or bool(_FENCE.match(ln)))
+    for i, ln in enumerate(lines):
+        m = re.match(r"^(#+)\s+(.*?)\s*$", ln)
+        if m and not fenced[i] and m.group(2) == heading:
+            level, out = len(m.group(1)), []
+            for ln2, code in zip(lines[i + 1:], fenced[i + 1:]):
+                m2 = re.match(r"^(#+)\s", ln2)
+                if m2 and not code and len(m2.group(1)) <= level:
+                    break
+                out.append(ln2)
+            return "\n".join(out)
+    raise ValueError(f"{path}: no heading {heading!r}")
+
+
+def subsections(text: str, level: int) -> dict[str, str]:
+    """`{heading: text}` for the headings of exactly `level` in `text`."""
+    parts = re.split(rf"^{'#' * level}[ \t]+(.*?)[ \t]*$", text, flags=re.M)
+    return dict(zip(parts[1::2], parts[2::2]))
+
+
+def table_rows(text: str) -> list[list[str]]:
+    """The body rows of every Markdown table in `text`, as lists of cell texts."""
+    rows, lines = [], text.splitlines()
+    for i, ln in enumerate(lines):
+        if not ln.startswith("|") or re.fullmatch(r"\|(\s*:?-+:?\s*\|)+", ln.strip()):
+            continue
+        if i + 1 < len(lines) and re.fullmatch(r"\|(\s*:?-+:?\s*\|)+", lines[i + 1].strip()):
+            continue  # a header row
+        cells = re.split(r"(?<!\\)\|", ln.strip())[1:-1]
+        rows.append([c.strip() for c in cells])
+    return rows
+
+
+def code_spans(cell: str) -> list[str]:
+    return re.findall(r"`([^`]+)`", cell)

@@ -151,3 +151,116 @@ def test_every_public_name_has_an_api_entry():
             if not {f"{p}.{n}" for p in PACKAGES} & entries:
                 missing.append(f"{pkg}.{n}")
     assert not missing, f"public names without an API entry in docs/api/: {missing}"
+
+
+# ------------------------------------------------------------------ reference tables vs code
+
+API_GROUPS = ("Training and α strategies", "Models", "Generation and evaluation",
+              "Ensembles and devices", "Solvers and scans", "Files", "Extension")
+
+
+def _public_names(mod) -> list[str]:
+    """The names a package exports: `__all__`, else its public attributes defined in this
+    project (not re-exported modules or third-party helpers)."""
+    names = getattr(mod, "__all__", None)
+    if names is None:
+        names = [n for n, v in vars(mod).items() if not n.startswith("_")
+                 and not isinstance(v, type(mod))
+                 and getattr(v, "__module__", "").split(".")[0] in ("dsr", "data_gen")]
+    return list(names)
+
+
+def test_api_page_groups_every_public_name_by_topic():
+    """docs/api/dsr.md is grouped by topic; every public name of `dsr` is in exactly one group
+    (a `::: dsr....NAME` entry or a link `[...][dsr....NAME]`), and `fit` comes first."""
+    import dsr
+
+    page = md.ROOT / "docs" / "api" / "dsr.md"
+    text = page.read_text()
+    groups = md.subsections(text, 2)
+    assert list(groups) == list(API_GROUPS), f"groups of {page.name}: {list(groups)}"
+    entries = re.findall(r"^:::\s*([\w.]+)", text, re.M)
+    assert entries and entries[0] == "dsr.fit", f"the first entry is {entries[:1]}, not dsr.fit"
+    bad = []
+    for name in _public_names(dsr):
+        if isinstance(getattr(dsr, name), type(dsr)):
+            continue  # a sub-package: its own page
+        pat = re.compile(rf"(^:::\s*dsr(\.\w+)*\.{name}\s*$)|(\]\[dsr(\.\w+)*\.{name}\])", re.M)
+        where = [g for g, body in groups.items() if pat.search(body)]
+        if len(where) != 1:
+            bad.append(f"dsr.{name}: in {len(where)} groups {where}")
+    assert not bad, "docs/api/dsr.md:\n" + "\n".join(bad)
+
+
+def test_fit_table_matches_the_signature():
+    """training.md's table has one row per keyword of `dsr.fit`, no other, with its default."""
+    import ast
+    import inspect
+
+    import dsr
+
+    params = {k: p.default for k, p in inspect.signature(dsr.fit).parameters.items()
+              if p.default is not inspect.Parameter.empty}
+    rows = md.table_rows(md.section(md.ROOT / "docs" / "training.md", "`dsr.fit` options"))
+    seen, bad = set(), []
+    for row in rows:
+        (name,) = md.code_spans(row[0]) or [row[0]]
+        seen.add(name)
+        if name not in params:
+            bad.append(f"row `{name}`: dsr.fit has no such keyword")
+            continue
+        shown = md.code_spans(row[1])
+        try:
+            ok = bool(shown) and ast.literal_eval(shown[0]) == params[name]
+        except (ValueError, SyntaxError):
+            ok = False
+        if not ok:
+            bad.append(f"row `{name}`: default {row[1]!r}, the signature's is {params[name]!r}")
+    bad += [f"keyword `{k}` has no row" for k in params if k not in seen]
+    assert not bad, "docs/training.md, `dsr.fit` options:\n" + "\n".join(bad)
+
+
+def _cli_options(every_flag: bool = False) -> dict[str, set[str]]:
+    """`{command: its options}` of `python -m dsr`, read from its argument parser: the first
+    long flag of each optional argument (every flag with `every_flag`), the metavar of each
+    positional one."""
+    import argparse
+
+    from dsr._cli._main import build_parser
+
+    sub = next(a for a in build_parser()._actions
+               if isinstance(a, argparse._SubParsersAction))
+    out = {}
+    for name, parser in sub.choices.items():
+        opts = set()
+        for a in parser._actions:
+            if isinstance(a, argparse._HelpAction):
+                continue
+            longs = [s for s in a.option_strings if s.startswith("--")]
+            opts |= set(longs if every_flag else longs[:1]) or {a.metavar or a.dest}
+        out[name] = opts
+    return out
+
+
+def test_command_line_tables_match_the_parser():
+    """own-recordings.md's option tables name every option of `python -m dsr fit / evaluate /
+    generate` (in a table whose heading names the command) and no option that does not exist."""
+    tables = md.subsections(md.section(md.ROOT / "docs" / "own-recordings.md", "Options"), 3)
+    options = _cli_options()
+    assert set(options) >= {"fit", "evaluate", "generate"}, options
+    bad = []
+    for command, opts in options.items():
+        shown = set()
+        for heading, body in tables.items():
+            if re.search(rf"`{command}\b", heading):
+                for row in md.table_rows(body):
+                    shown |= {w.split()[0] for w in md.code_spans(row[0])}
+        bad += [f"`python -m dsr {command}`: {o} has no row" for o in sorted(opts - shown)]
+    every = set().union(*options.values(), *_cli_options(every_flag=True).values())
+    for heading, body in tables.items():
+        for row in md.table_rows(body):
+            spans = md.code_spans(row[0])
+            for w in spans[:1] + [s for s in spans[1:] if s.startswith("--")]:
+                if w.split()[0] not in every:
+                    bad.append(f"{heading}: `{w}` is no option of `python -m dsr`")
+    assert not bad, "docs/own-recordings.md, Options:\n" + "\n".join(bad)

@@ -1,7 +1,8 @@
 """The documentation site as a reader meets it (slow): built with `mkdocs build --strict`,
 served on localhost, every page opened in headless Chromium (Playwright drives Debian's
 `chromium`): no console errors, every image loads, every internal link resolves, and the
-search box finds `fit`. Needs the `docs` and `site` dependency groups and `chromium`
+search box finds `fit`; at 1,280 px nothing in the content column needs sideways scrolling
+and every figure is drawn at 60 % of its natural width or more. Needs the `docs` and `site` dependency groups and `chromium`
 (`.ci/run` installs them); set DSR_SITE_SHOTS=DIR to keep a screenshot of every page."""
 
 from __future__ import annotations
@@ -66,6 +67,36 @@ def _internal_target(out: Path, page: str, href: str) -> Path | None:
     return target / "index.html" if path.endswith("/") or target.is_dir() else target
 
 
+# Every <details> opened first, so folded tables and figures are measured too.
+LAYOUT = """() => {
+  document.querySelectorAll('details').forEach(d => { d.open = true; });
+  const col = document.querySelector('.md-content__inner');
+  const cr = col.getBoundingClientRect();
+  const out = [], seen = new Set(), SLACK = 4;  // px: an inline code span's padding at a line end
+  const text = el => (el.textContent || el.getAttribute('src') || '').trim().slice(0, 70);
+  if (col.scrollWidth > col.clientWidth + SLACK)
+    out.push(`the column is ${col.scrollWidth} px wide inside ${col.clientWidth} px`);
+  for (const el of col.querySelectorAll('*')) {
+    if ([...seen].some(a => a.contains(el))) continue;
+    const r = el.getBoundingClientRect();
+    if (r.width === 0 || r.height === 0) continue;
+    const s = getComputedStyle(el);
+    if (['auto', 'scroll'].includes(s.overflowX) && el.scrollWidth > el.clientWidth + SLACK) {
+      out.push(`<${el.tagName.toLowerCase()}> scrolls sideways (${el.scrollWidth} px in ` +
+               `${el.clientWidth} px): ${text(el)}`);
+      seen.add(el);
+    } else if (r.right > cr.right + SLACK) {
+      out.push(`<${el.tagName.toLowerCase()}> sticks out of the column by ` +
+               `${Math.round(r.right - cr.right)} px: ${text(el)}`);
+      seen.add(el);
+    }
+  }
+  const figs = [...col.querySelectorAll('img')].filter(i => i.naturalWidth >= 200).map(
+    i => [i.getAttribute('src'), i.naturalWidth, i.getBoundingClientRect().width]);
+  return [out, figs];
+}"""
+
+
 def test_every_page_loads_cleanly(site, browser):
     out, url = site
     shots = os.environ.get("DSR_SITE_SHOTS")
@@ -88,9 +119,16 @@ def test_every_page_loads_cleanly(site, browser):
             target = _internal_target(out, rel, href.replace(url, "/"))
             if target is not None and not target.exists():
                 problems.append(f"{rel}: broken link {href}")
+        overflow, figures = page.evaluate(LAYOUT)
+        problems += [f"{rel} at 1280 px: {o}" for o in overflow]
+        for src, natural, shown in figures:
+            if shown < 0.6 * natural:
+                problems.append(f"{rel}: figure {src} drawn at {shown:.0f} of its {natural} px "
+                                f"({shown / natural:.0%} < 60 %): split it into smaller figures")
         if shots:
             Path(shots).mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=str(Path(shots) / (rel.replace("/", "_") + ".png")))
+            page.screenshot(path=str(Path(shots) / (rel.replace("/", "_") + ".png")),
+                            full_page=False)
         page.close()
     assert not problems, "\n".join(problems)
 
