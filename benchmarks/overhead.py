@@ -81,9 +81,11 @@ def solver_of(name: str):
 # ------------------------------------------------------------------ the hand-written loop
 
 
-def reference_loop(model, data: np.ndarray, solver, opt, K: int, T: int = T, B: int = B):
+def reference_loop(model, data: np.ndarray, solver, opt, K: int, T: int = T, B: int = B,
+                   dynamic: bool = False):
     """`run(n)`: n updates of every member by one jitted `lax.scan` (compiled per n), on
-    batches of `B` windows of `T + 1` steps."""
+    batches of `B` windows of `T + 1` steps; `dynamic`: a `lax.fori_loop` whose length is an
+    argument instead (one compilation for every n)."""
     data = jnp.asarray(data)
     starts = len(data) - T
 
@@ -113,9 +115,21 @@ def reference_loop(model, data: np.ndarray, solver, opt, K: int, T: int = T, B: 
             return (eqx.filter(m, eqx.is_array), o), None
         return jax.lax.scan(body, (params, opt_state), keys)[0]
 
+    @eqx.filter_jit
+    def train_dynamic(params, opt_state, key, n):
+        def body(i, carry):
+            p, o = carry
+            ks = jax.random.split(jax.random.fold_in(key, i), K)
+            step = lambda pi, oi, k: update(eqx.combine(pi, static), oi, k)  # noqa: E731
+            m, o = jax.vmap(step)(p, o, ks)
+            return eqx.filter(m, eqx.is_array), o
+        return jax.lax.fori_loop(0, n, body, (params, opt_state))
+
     def run(n: int):
-        keys = jax.random.split(jax.random.key(1), (n, K))
-        out = train(params, opt0, keys)
+        if dynamic:
+            out = train_dynamic(params, opt0, jax.random.key(1), jnp.int32(n))
+        else:
+            out = train(params, opt0, jax.random.split(jax.random.key(1), (n, K)))
         jax.block_until_ready(out)
     return run
 

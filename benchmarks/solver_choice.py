@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import time
 
 import numpy as np
 
@@ -24,17 +25,27 @@ import dsr
 from benchmarks._common import environment, write_json
 from benchmarks.overhead import lorenz_data, make_model, optimizer, per_update, reference_loop
 
-GRID = dict(K=(1, 4, 16), T=(64, 200, 1000), M=(3, 8, 16, 32))
+GRID = dict(K=(1, 4, 16), T=(64, 200, 1000), M=(3, 8, 16))
 QUICK = dict(K=(1, 4), T=(64, 200), M=(3, 16))
 
 
-def cell(data, K: int, T: int, M: int, n1: int, n2: int, repeats: int) -> dict:
+def cell(data, K: int, T: int, M: int, seconds: float, repeats: int) -> dict:
+    """Both solvers' per-update time; the run lengths are chosen so that the longer run of
+    the slower solver lasts about `seconds`."""
     model, opt = make_model(M, K), optimizer()
-    runs = {name: reference_loop(model, data, solver, opt, K, T=T)
+    runs = {name: reference_loop(model, data, solver, opt, K, T=T, dynamic=True)
             for name, solver in (("deer", dsr.DEER()), ("sequential", dsr.Sequential()))}
+    slowest = 0.0
+    for run in runs.values():  # compile, then a first estimate
+        run(2)
+        t = time.perf_counter()
+        run(4)
+        slowest = max(slowest, (time.perf_counter() - t) / 4)
+    n2 = int(min(400, max(8, seconds / slowest)))
+    n1 = max(2, n2 // 4)
     res = per_update(runs, n1, n2, repeats)
     d, s = res["deer"]["per_update_s"], res["sequential"]["per_update_s"]
-    return dict(K=K, T=T, M=M, deer_s=d, sequential_s=s, faster="deer" if d < s else
+    return dict(K=K, T=T, M=M, n=[n1, n2], deer_s=d, sequential_s=s, faster="deer" if d < s else
                 "sequential", raw={k: v["raw"] for k, v in res.items()})
 
 
@@ -93,19 +104,21 @@ def main(argv=None) -> dict:
     p.add_argument("--quick", action="store_true", help="a smaller grid, fewer updates")
     p.add_argument("--out", default=os.path.join("results", "solver_choice"))
     p.add_argument("--repeats", type=int, default=2)
+    p.add_argument("--seconds", type=float, default=1.5,
+                   help="about how long the longer timed run of a cell lasts")
     a = p.parse_args(argv)
     grid = QUICK if a.quick else GRID
-    n1, n2 = (5, 15) if a.quick else (20, 80)
+    seconds = 0.3 if a.quick else a.seconds
     data = lorenz_data(20_000)
     cells = []
     for K in grid["K"]:
         for T in grid["T"]:
             for M in grid["M"]:
-                c = cell(data, K, T, M, n1, n2, a.repeats)
+                c = cell(data, K, T, M, seconds, a.repeats)
                 cells.append(c)
                 print(f"K={K:2d} T={T:4d} M={M:2d}: DEER {1e3 * c['deer_s']:.2f} ms, "
                       f"sequential {1e3 * c['sequential_s']:.2f} ms → {c['faster']}", flush=True)
-    payload = {"environment": environment(), "grid": grid, "n": [n1, n2], "cells": cells,
+    payload = {"environment": environment(), "grid": grid, "cells": cells,
                "rules": rules(cells)}
     print(table(cells))
     print("rules (max_M, max_T, max_K, solver):", payload["rules"])

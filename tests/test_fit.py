@@ -174,9 +174,11 @@ def test_nonfinite_steps_are_not_applied():
 def test_auto_solver_choice():
     from dsr._solvers._resolve import resolve_solver
 
-    assert isinstance(resolve_solver("auto", 4, "cpu"), dsr.DEER)
-    assert isinstance(resolve_solver("auto", 16, "cpu"), dsr.Sequential)
-    assert isinstance(resolve_solver("auto", 64, "gpu"), dsr.DEER)
+    # the measured CPU table (benchmarks.solver_choice): sequential at every measured shape
+    for M, T, K in ((3, 64, 1), (3, 200, 4), (16, 1000, 16)):
+        assert isinstance(resolve_solver("auto", M, "cpu", seq_len=T, members=K),
+                          dsr.Sequential)
+    assert isinstance(resolve_solver("auto", 64, "gpu"), dsr.DEER)  # reasoned, not measured
     assert resolve_solver("quasi", 10).jacobian == "diag"
 
 
@@ -188,3 +190,15 @@ def test_raising_alpha_after_failed_solves_warns():
                       solver=dsr.DEER(max_iter=2, tol=1e-30), monitor_every=0,
                       key=jax.random.key(1), **KW)
     assert res.history["alpha_raised"].any() and res.alpha > 0.1
+
+
+def test_auto_solver_rules_first_match_wins(monkeypatch):
+    from dsr._solvers import _choice
+
+    rules = ((8, 500, 4, "deer"), (None, None, None, "sequential"))
+    monkeypatch.setitem(_choice.SOLVER_TABLE, "testbackend", {"rules": rules, "source": "test"})
+    pick = lambda M, T, K: _choice.auto_solver_name(M, T, K, "testbackend")  # noqa: E731
+    assert pick(8, 500, 4) == "deer" and pick(3, 64, 1) == "deer"
+    assert pick(9, 500, 4) == pick(8, 501, 4) == pick(8, 500, 5) == "sequential"
+    assert pick(3, None, 1) == "sequential"  # T unknown: a T-bounded rule does not apply
+    assert _choice.auto_solver_name(3, 64, 1, "unmeasured") == "deer"  # the reasoned default

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import jax
-
 from ._base import AbstractSolver
+from ._choice import auto_solver_name
 from ._deer import DEER
 from ._sequential import Sequential
 
@@ -12,20 +11,22 @@ SOLVER_NAMES = ("auto", "deer", "quasi", "sequential")
 
 
 def resolve_solver(solver: AbstractSolver | str, latent_dim: int = 0,
-                   backend: str | None = None) -> AbstractSolver:
+                   backend: str | None = None, *, seq_len: int | None = None,
+                   members: int = 1) -> AbstractSolver:
     """Map `solver` (an `AbstractSolver` or a name) to a solver object.
 
     `"deer"`: `DEER()`; `"quasi"`: `DEER(jacobian="diag")`; `"sequential"`: `Sequential()`.
-    `"auto"`: GTF-DEER (full Jacobian) on accelerators, where its O(log T)-depth Newton
-    steps are the point of the method. On CPU, DEER when the latent dimension is small
-    (M ≤ 8) and `Sequential()` otherwise, because the per-step work of DEER grows as M³
-    while the sequential loop's grows as M² (the measurements are on the documentation's
-    Performance page, `python -m benchmarks.runtime`).
+    `"auto"`: the faster one for this backend, latent size, window length and ensemble size,
+    from a measured table (`dsr/_solvers/_choice.py`; the measurements are on the
+    documentation's Performance page, `python -m benchmarks.solver_choice`): on CPU the
+    sequential solver, which was faster at every measured shape (K ≤ 16, T ≤ 1,000,
+    M ≤ 16); on accelerators GTF-DEER (full Jacobian), whose O(log T)-depth Newton steps are
+    the point of the method (not measured yet).
 
     **Arguments:**
 
     - `solver`: a solver object (returned as is) or one of the names above.
-    - `latent_dim`: M, for `"auto"` on CPU.
+    - `latent_dim`: M; `seq_len`: T; `members`: K — for `"auto"`.
     - `backend`: the JAX backend (default: the default device's).
 
     **Returns:** an [`dsr.AbstractSolver`][].
@@ -36,13 +37,10 @@ def resolve_solver(solver: AbstractSolver | str, latent_dim: int = 0,
         raise ValueError(
             f"`solver` must be a dsr solver (dsr.DEER(), dsr.Sequential()) or one of "
             f"{SOLVER_NAMES}; got {solver!r}.")
+    if solver == "auto":
+        solver = auto_solver_name(latent_dim, seq_len, members, backend)
     if solver == "deer":
         return DEER()
     if solver == "quasi":
         return DEER(jacobian="diag")
-    if solver == "sequential":
-        return Sequential()
-    backend = jax.default_backend() if backend is None else backend
-    if backend != "cpu":
-        return DEER()
-    return DEER() if latent_dim <= 8 else Sequential()
+    return Sequential()

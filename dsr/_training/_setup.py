@@ -221,11 +221,11 @@ def _data(one, data, inputs, dtype, seq_len):
     return series, inp
 
 
-def _strategies(one, alpha, alpha_every, alpha_gamma, solver, regularization):
+def _strategies(one, alpha, alpha_every, alpha_gamma, solver, regularization, seq_len, K):
     strategy = as_alpha(alpha, check_optional_int("alpha_every", alpha_every, 1),
                         None if alpha_gamma is None else
                         check_real("alpha_gamma", alpha_gamma, 0.0, 1.0, lo_open=True))
-    solver_obj = resolve_solver(solver, one.latent_dim)
+    solver_obj = resolve_solver(solver, one.latent_dim, seq_len=seq_len, members=K)
     if regularization is not None:
         if not isinstance(regularization, Regularization):
             raise ArgumentTypeError("`regularization` must be a dsr.Regularization or None; "
@@ -264,8 +264,9 @@ def _validate(model, data, alpha, kw: FitArguments) -> Call:
     for name in ("callback", "optimizer"):
         _check_optional_callable(name, getattr(kw, name))
     check_bool("progress", kw.progress)
+    K = model.n_members if isinstance(model, Ensemble) else 1
     strategy, solver_obj = _strategies(one, alpha, kw.alpha_every, kw.alpha_gamma,
-                                       kw.solver, kw.regularization)
+                                       kw.solver, kw.regularization, n.seq_len, K)
     _check_files(kw.checkpoint, kw.resume, kw.resume_settings)
     dtype = parameter_dtype(one)
     series, inp = _data(one, data, kw.inputs, dtype, n.seq_len)
@@ -274,7 +275,6 @@ def _validate(model, data, alpha, kw: FitArguments) -> Call:
                          "beyond the data; not supported.")
     series, val = make_validation(kw.validation, kw.keep, n.eval_every, series,
                                   one.obs_dim, dtype, n.seq_len, n.steps)
-    K = model.n_members if isinstance(model, Ensemble) else 1
     opt, schedule = kw.optimizer, _check_schedule(kw.schedule)
     if opt is not None and schedule is not None:
         raise ValueError("`schedule` sets the default optimizer's learning rate; with your "

@@ -34,6 +34,17 @@ HISTORY_FIELDS = tuple(HISTORY_DTYPES)
 CHUNK_SECONDS = 0.5
 
 
+@eqx.filter_jit
+def initial_state(stacked, cfg, K: int) -> TrainState:
+    """The state before the first update (one compiled program, not one per operation)."""
+    params = eqx.filter(stacked, eqx.is_inexact_array)
+    opt_state = eqx.filter_vmap(cfg.optimizer.init)(params)
+    dtype = jax.tree_util.tree_leaves(params)[0].dtype
+    return TrainState(stacked, opt_state, jnp.full((K,), cfg.alpha.initial(), dtype),
+                      jnp.zeros((K,), jnp.int32), jnp.zeros((K,), jnp.int32),
+                      jnp.ones((K,), bool), jnp.zeros((), jnp.int32))
+
+
 def _note(error: BaseException, text: str) -> None:
     if hasattr(error, "add_note"):  # Python ≥ 3.11: shown with the traceback
         error.add_note(text)
@@ -58,13 +69,7 @@ class Trainer:
     # ------------------------------------------------------------------ state
 
     def _initial_state(self) -> TrainState:
-        p, K = self.plan, self.plan.n_members
-        params = eqx.filter(p.stacked, eqx.is_inexact_array)
-        opt_state = eqx.filter_vmap(p.cfg.optimizer.init)(params)
-        dtype = jax.tree_util.tree_leaves(params)[0].dtype
-        return TrainState(p.stacked, opt_state, jnp.full((K,), p.cfg.alpha.initial(), dtype),
-                          jnp.zeros((K,), jnp.int32), jnp.zeros((K,), jnp.int32),
-                          jnp.ones((K,), bool), jnp.zeros((), jnp.int32))
+        return initial_state(self.plan.stacked, self.cfg, self.plan.n_members)
 
     def start(self) -> None:
         """The initial or resumed state, padded and placed on the devices."""

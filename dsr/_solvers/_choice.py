@@ -1,0 +1,45 @@
+"""What `solver="auto"` trains with, per backend: measured where measured.
+
+`SOLVER_TABLE[backend]` holds rules `(max_M, max_T, max_K, solver)` for the latent size M,
+the window length T and the ensemble size K of a training update; the first rule whose
+bounds all hold wins (None: no bound). `source` says where the numbers come from
+(`python -m benchmarks.solver_choice` prints the rules for the machine it runs on). A backend
+without an entry gets `REASONED_SOLVER`, argued below but not measured.
+"""
+
+from __future__ import annotations
+
+import jax
+
+SOLVER_TABLE: dict[str, dict] = {
+    # `python -m benchmarks.solver_choice` (the training update of a hand-written loop, RAdam,
+    # B = 16, L = 64, N = 3), K = 1, 4, 16 × T = 64, 200, 1000 × M = 3, 8, 16: the sequential
+    # solver was faster in every cell (tables on the Performance page). A CPU has no idle
+    # parallel units to repay DEER's Newton iterations (each one a full pass plus an M × M
+    # Jacobian per step), and an ensemble's members already fill the cores.
+    "cpu": {"rules": ((None, None, None, "sequential"),),
+            "source": "benchmarks.solver_choice, 27 cells, on a 2-vCPU AMD EPYC VM"},
+}
+
+# Accelerators (not measured yet: no GPU was available when the table was made): DEER's
+# O(log T)-depth Newton steps are what the method is for (Hess, Götz, Durstewitz (2026),
+# arXiv:2605.12683); a sequential loop leaves a GPU idle for all but tiny batches.
+REASONED_SOLVER: dict = {"rules": ((None, None, None, "deer"),),
+                         "source": "reasoned default (not measured)"}
+
+
+def solver_entry(backend: str | None = None) -> dict:
+    """The table entry for `backend` (default: JAX's default backend)."""
+    backend = jax.default_backend() if backend is None else backend
+    return SOLVER_TABLE.get(backend, REASONED_SOLVER)
+
+
+def auto_solver_name(M: int, T: int | None = None, K: int = 1,
+                     backend: str | None = None) -> str:
+    """`"deer"` or `"sequential"`: what `"auto"` trains with for latent size `M`, windows of
+    `T` steps (None: unknown, only rules without a T bound apply) and `K` members."""
+    for max_M, max_T, max_K, name in solver_entry(backend)["rules"]:
+        if ((max_M is None or M <= max_M) and (max_K is None or K <= max_K)
+                and (max_T is None or (T is not None and T <= max_T))):
+            return name
+    return "deer"
