@@ -92,8 +92,15 @@ def settings(args, table: dict) -> dict:
     return s
 
 
-def save_figure(fig, path: str) -> None:
-    fig.tight_layout()
+def save_figure(fig, path: str, suptitle: str | None = None) -> None:
+    """Lay out and save `fig`; `suptitle` goes in a strip of its own above the panels (a plain
+    `fig.suptitle` before `tight_layout` would overlap the top row's titles)."""
+    top = 1.0
+    if suptitle:
+        h = fig.get_figheight()  # inches: the strip is ~0.35 in whatever the figure's height
+        fig.suptitle(suptitle, fontsize=9, y=1 - 0.08 / h, va="top")
+        top = 1 - 0.35 / h
+    fig.tight_layout(rect=(0, 0, 1, top))
     fig.savefig(path, dpi=110)
     pyplot().close(fig)
 

@@ -128,8 +128,7 @@ def plot_orbits(results, path):
             rec = next(x for x in recs if x["member"] == i)
             ax.set_title(f"{obs} {arm}, member {i}: D {F.fmt(rec['D'])}", fontsize=8)
             ax.tick_params(labelsize=7)
-    fig.suptitle("generated orbits (colour) over the test orbit (grey)", fontsize=9)
-    F.save_figure(fig, path)
+    F.save_figure(fig, path, suptitle="generated orbits (colour) over the test orbit (grey)")
 
 
 def plot(results, path):
@@ -170,8 +169,7 @@ def plot(results, path):
         axes[row, 3].set(title=f"D ({obs}): wall time per update [ms]")
         axes[row, 0].legend(fontsize=7)
         axes[row, 2].tick_params(axis="x", labelsize=8)
-    fig.suptitle("median ± MAD over all members", fontsize=9)
-    F.save_figure(fig, path)
+    F.save_figure(fig, path, suptitle="median ± MAD over all members")
 
 
 def main(argv=None):

@@ -264,3 +264,68 @@ def test_command_line_tables_match_the_parser():
                 if w.split()[0] not in every:
                     bad.append(f"{heading}: `{w}` is no option of `python -m dsr`")
     assert not bad, "docs/own-recordings.md, Options:\n" + "\n".join(bad)
+
+
+# ------------------------------------------------------------------ math and the findings' lead
+
+# An equation set as code: a span with ⊙, a time index (`_t =`, `_{t`), or a Greek letter or
+# math mark (bar, hat, ⁺, ‖, Σ, ᵀ) together with `=` or `←`. Equations are TeX (`$...$`),
+# rendered to MathML by docs/_hooks/math.py; code spans are for what a user types.
+_MATHY = re.compile(r"[α-ωΑ-Ω\u0304\u0302\u0303⁺‖∑ᵀ]")
+_EQUATION_IN_CODE = re.compile(r"⊙|_t\s*=|_\{t")
+_SPAN = r"(?<!`)(`+)(?!`)((?:(?!\n\s*\n).)+?)(?<!`)\1(?!`)"  # one paragraph at most
+
+
+def _code_spans_outside_blocks(text: str) -> list[tuple[int, str]]:
+    text = re.sub(r"^(\s*)(`{3,}|~{3,}).*?^\1\2", lambda m: "\n" * m.group(0).count("\n"),
+                  text, flags=re.S | re.M)
+    return [(text.count("\n", 0, m.start()) + 1, m.group(2))
+            for m in re.finditer(_SPAN, text, re.S)]
+
+
+# Being rewritten on another branch; to be converted there (then drop them from this set).
+_MATH_LATER = {"docs/performance.md", "docs/compare.md"}
+
+
+def test_equations_are_math_not_code():
+    """No page (README.md and docs/) shows an equation as an inline code span."""
+    bad = []
+    for page in md.pages():
+        if str(page.relative_to(md.ROOT)) in _MATH_LATER:
+            continue
+        for line, span in _code_spans_outside_blocks(page.read_text(encoding="utf-8")):
+            if _EQUATION_IN_CODE.search(span) or (_MATHY.search(span)
+                                                  and re.search(r"=|←", span)):
+                bad.append(f"{page.relative_to(md.ROOT)}:{line}: `{span}`")
+    assert not bad, "equations in code spans (write them as $...$ TeX):\n" + "\n".join(bad)
+
+
+def test_findings_page_opens_with_a_short_answer():
+    """docs/findings.md opens (before its first `##`) with a table of at most 5 columns whose
+    rows each give a verdict and name their record under docs/findings/; every `a ± b` in a
+    row is a median ± MAD of that record's summary, as shown (rounded)."""
+    import math
+
+    text = (md.ROOT / "docs" / "findings.md").read_text(encoding="utf-8")
+    lead = text.split("\n## ", 1)[0]
+    rows = md.table_rows(lead)
+    header = next(ln for ln in lead.splitlines() if ln.startswith("|"))
+    assert rows and len(header.strip("|").split("|")) <= 5, "no short table (≤ 5 columns) first"
+    bad = []
+    for row in rows:
+        if "holds" not in row[1]:
+            bad.append(f"row {row[0]!r}: no verdict in words")
+        records = [md.ROOT / "docs" / "findings" / s for s in md.code_spans(row[-1])]
+        if not records or not all(r.is_file() for r in records):
+            bad.append(f"row {row[0]!r}: names no record under docs/findings/: {row[-1]!r}")
+            continue
+        pairs = {(d[m], d[m + "_mad"]) for r in records
+                 for d in json.loads(r.read_text())["summary"]
+                 for m in ("D", "D_stsp_DE", "D_stsp") if m in d}
+        for med, mad in re.findall(r"([\d.]+) ± ([\d.]+)", " ".join(row)):
+            def shown(x, s):
+                return math.isfinite(x) and abs(x - float(s)) <= 0.5 * 10 ** -len(
+                    s.partition(".")[2])
+            if not any(shown(a, med) and shown(b, mad) for a, b in pairs):
+                bad.append(f"row {row[0]!r}: {med} ± {mad} is in none of {row[-1]}")
+    assert not bad, "docs/findings.md, the short answer:\n" + "\n".join(bad)

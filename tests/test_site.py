@@ -1,7 +1,8 @@
 """The documentation site as a reader meets it (slow): built with `mkdocs build --strict`,
 served on localhost, every page opened in headless Chromium (Playwright drives Debian's
 `chromium`): no console errors, every image loads, every internal link resolves, and the
-search box finds `fit`; at 1,280 px nothing in the content column needs sideways scrolling
+search box finds `fit`, no TeX is left unrendered (`$...$` as text); at 1,280 px nothing in
+the content column needs sideways scrolling
 and every figure is drawn at 60 % of its natural width or more. Needs the `docs` and `site` dependency groups and `chromium`
 (`.ci/run` installs them); set DSR_SITE_SHOTS=DIR to keep a screenshot of every page."""
 
@@ -97,6 +98,21 @@ LAYOUT = """() => {
 }"""
 
 
+# Math is MathML (docs/_hooks/math.py): a `$...$` left in the page's text outside code is TeX
+# that was not rendered.
+RAW_MATH = r"""() => {
+  const out = [], walk = document.createTreeWalker(
+    document.querySelector('.md-content__inner'), NodeFilter.SHOW_TEXT);
+  while (walk.nextNode()) {
+    const n = walk.currentNode;
+    if (n.parentElement.closest('code, pre, kbd, script, style, math')) continue;
+    const m = n.textContent.match(/\$[^$]+\$/);
+    if (m) out.push(m[0].slice(0, 70));
+  }
+  return out;
+}"""
+
+
 def test_every_page_loads_cleanly(site, browser):
     out, url = site
     shots = os.environ.get("DSR_SITE_SHOTS")
@@ -119,6 +135,7 @@ def test_every_page_loads_cleanly(site, browser):
             target = _internal_target(out, rel, href.replace(url, "/"))
             if target is not None and not target.exists():
                 problems.append(f"{rel}: broken link {href}")
+        problems += [f"{rel}: TeX not rendered: {t}" for t in page.evaluate(RAW_MATH)]
         overflow, figures = page.evaluate(LAYOUT)
         problems += [f"{rel} at 1280 px: {o}" for o in overflow]
         for src, natural, shown in figures:
