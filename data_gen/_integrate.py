@@ -13,6 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from dsr._cache import enable_compilation_cache
 from dsr._checks import ArgumentTypeError, check_array, check_bool, check_choice, check_int
 from dsr._checks import check_optional_int, check_real
 
@@ -89,6 +90,7 @@ def integrate(
     **Returns:** a NumPy float64 array `(B, n_steps, D)` of the samples `x(t0 + k·dt)` for
     `k = transient … transient + n_steps − 1`.
     """
+    enable_compilation_cache()
     x0s = np.asarray(check_array("x0s", x0s, ndim=2, min_len=1), np.float64)
     t0s = np.asarray(check_array("t0s", t0s, ndim=1), np.float64)
     if t0s.shape != (len(x0s),):

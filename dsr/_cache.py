@@ -1,4 +1,5 @@
-"""JAX's persistent compilation cache, turned on by `fit`, `generate` and `evaluate`.
+"""JAX's persistent compilation cache, turned on by `fit`, `generate`, `evaluate` and
+`data_gen`'s integration.
 
 A fresh Python process otherwise compiles every program again (seconds per program on a
 CPU). dsr points JAX's cache at a per-user folder the first time one of its entry points runs:
@@ -11,7 +12,7 @@ If you configured JAX's cache yourself (`jax_compilation_cache_dir` set), dsr ch
 nothing. When dsr sets the folder it also lowers `jax_persistent_cache_min_compile_time_secs`
 (1 s by default) to 0.2 s, unless you changed it, so that dsr's smaller programs are kept.
 Both are process-wide JAX settings: they apply to every program compiled after the first
-`fit`, `generate` or `evaluate` of the process. The folder holds only compiled programs and
+`fit`, `generate`, `evaluate` or data set of the process. The folder holds only compiled programs and
 can be deleted at any time. `compilation_cache_dir()` says which folder is in use.
 """
 

@@ -152,3 +152,23 @@ def test_committed_records_redraw_the_committed_findings(folder, name, extra, tm
     assert again["settings"]["mode"] == "cpu"
     for p in pictures:
         assert (tmp_path / "f" / p).stat().st_size > 10_000, p
+
+
+@pytest.mark.slow
+def test_demo_runs_end_to_end(tmp_path):
+    """`make demo`'s script at a tiny size: every phase runs, and demo.json holds every
+    member's measures, their summary, the untrained reference and the times."""
+    import os
+    import subprocess
+
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    p = subprocess.run([sys.executable, "-m", "examples.demo", "--steps", "20", "--runs", "2",
+                        "--out", str(tmp_path)], cwd=ROOT, env=env, capture_output=True,
+                       text=True, timeout=900)
+    assert p.returncode == 0, p.stderr[-3000:]
+    out = json.loads((tmp_path / "demo.json").read_text())
+    assert out["runs"] == 2 and len(out["members"]) == 2
+    assert out["summary"]["D_stsp"]["n"] == 2
+    assert set(out["seconds"]) >= {"data", "training_evaluation_pictures", "fit"}
+    assert math.isfinite(out["untrained"]["D_H"])
+    assert (tmp_path / "run" / "plots").is_dir()
