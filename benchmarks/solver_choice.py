@@ -118,8 +118,9 @@ def main(argv=None) -> dict:
                 cells.append(c)
                 print(f"K={K:2d} T={T:4d} M={M:2d}: DEER {1e3 * c['deer_s']:.2f} ms, "
                       f"sequential {1e3 * c['sequential_s']:.2f} ms → {c['faster']}", flush=True)
-    payload = {"environment": environment(), "grid": grid, "cells": cells,
-               "rules": rules(cells)}
+    payload = {"benchmark": "solver_choice", "environment": environment(),
+               "settings": dict(grid=grid, seconds=seconds, repeats=a.repeats),
+               "records": cells, "rules": rules(cells)}
     print(table(cells))
     print("rules (max_M, max_T, max_K, solver):", payload["rules"])
     write_json(a.out, "solver_choice", payload)

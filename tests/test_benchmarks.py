@@ -129,3 +129,42 @@ def test_device_quick(tmp_path, capsys):
 def test_bad_arguments():
     with pytest.raises(SystemExit):
         scan.main(["--methods", "fast"])
+
+
+@pytest.mark.slow
+def test_overhead_quick(tmp_path, capsys):
+    from benchmarks import overhead
+
+    overhead.main(["--quick", "--repeats", "1", "--out", str(tmp_path)])
+    p = _load(tmp_path, "overhead")
+    assert {(r["solver"], r["K"], r["M"]) for r in p["records"]} == {
+        ("sequential", 1, 3), ("deer", 1, 3)}
+    for r in p["records"]:
+        for name in ("reference", "fit"):
+            assert _positive_finite([r[name]["per_update_s"]])
+    first = p["first_update"]
+    assert _positive_finite([first[k]["first_update_s"] for k in ("cold", "warm")])
+    ev = p["evaluate"]["defaults"]
+    assert len(ev) == 2 and ev[0]["settings"]["n_samples"] == 100_000
+    assert "| solver | K | M |" in capsys.readouterr().out
+
+
+def test_solver_choice_rules():
+    from benchmarks import solver_choice as sc
+
+    cell = lambda K, T, M, f: dict(K=K, T=T, M=M, faster=f)  # noqa: E731
+    assert sc.rules([cell(1, 64, 3, "sequential")]) == [(None, None, None, "sequential")]
+    box = [cell(1, 64, 3, "deer"), cell(4, 64, 3, "deer"), cell(4, 200, 16, "sequential")]
+    assert sc.rules(box) == [(3, 64, 4, "deer"), (None, None, None, "sequential")]
+    mixed = [cell(1, 64, 3, "sequential"), cell(4, 64, 3, "deer")]
+    assert sc.rules(mixed) == [(None, None, None, "sequential")]
+
+
+@pytest.mark.slow
+def test_solver_choice_quick(tmp_path):
+    from benchmarks import solver_choice as sc
+
+    sc.main(["--quick", "--repeats", "1", "--out", str(tmp_path)])
+    p = _load(tmp_path, "solver_choice")
+    assert len(p["records"]) == 8 and p["rules"]
+    assert _positive_finite([c[k] for c in p["records"] for k in ("deer_s", "sequential_s")])

@@ -234,3 +234,13 @@ def test_second_fit_does_not_recompile():
     finally:
         jax.monitoring.unregister_event_duration_listener(listener)
     assert first > 0 and len(compiles) == first
+
+
+def test_resume_of_a_finished_run_says_so_and_does_not_evaluate_again(npy_run, capsys):
+    metrics, config = npy_run / "metrics.json", npy_run / "config.json"
+    before = (metrics.stat().st_mtime_ns, config.read_bytes())
+    capsys.readouterr()
+    assert main(["fit", "--resume", str(npy_run)]) == 0
+    out = capsys.readouterr().out
+    assert "the run is complete (4 of 4 updates)" in out and "evaluation:" not in out
+    assert (metrics.stat().st_mtime_ns, config.read_bytes()) == before

@@ -262,12 +262,6 @@ def _resume(run: RunFolder, flags: dict, config_path, argv) -> int:
     opts, given = resolve(FIT_OPTIONS, flags, config_path, base=base)
     mode = flags.get("resume_settings", "check")
     training = _check_resume_options(run, base, opts, given, mode)
-    if _finished(cfg, opts) and "test" not in given:
-        print(f"fit --resume {run.path}: the run is complete ({cfg['fit']['steps_done']} of "
-              f"{opts['steps']} updates); nothing to train. Evaluate it with `python -m dsr "
-              f"evaluate {run.path}` (or add --test FILE here), or train further with "
-              "--steps N --resume-settings call.")
-        return 0
     for rec in cfg["data"]["files"]:
         path = rec["abspath"]
         if not os.path.isfile(path):
@@ -288,6 +282,12 @@ def _resume(run: RunFolder, flags: dict, config_path, argv) -> int:
     settings = "call" if training and mode == "call" else "check"
     check_fit(model, opts, data, fit_arguments(run, opts, data, _checkpoint_to_resume(run),
                                                settings))
+    if _finished(cfg, opts) and "test" not in given:
+        print(f"fit --resume {run.path}: the run is complete ({cfg['fit']['steps_done']} of "
+              f"{opts['steps']} updates); nothing to train. Evaluate it with `python -m dsr "
+              f"evaluate {run.path}` (or add --test FILE here), or train further with "
+              "--steps N --resume-settings call.")
+        return 0
     cfg["options"] = opts
     cfg["data"].update(test=None if data.test is None else data.test.info,
                        validation=data.validation_info)  # the files this session uses
