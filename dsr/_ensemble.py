@@ -131,13 +131,23 @@ def as_stack(model) -> tuple[AbstractModel, int, bool]:
     """`(stacked model, K, is_ensemble)`: a single model becomes a stack of one."""
     if isinstance(model, Ensemble):
         return model.stacked, model.n_members, True
-    stacked = jax.tree_util.tree_map(lambda x: x[None] if eqx.is_array(x) else x, model)
-    return stacked, 1, False
+    return _add_member_axis(model), 1, False
+
+
+@eqx.filter_jit
+def _add_member_axis(model):
+    """`model` as a stack of one (one compiled program, not one per array)."""
+    return jax.tree_util.tree_map(lambda x: x[None] if eqx.is_array(x) else x, model)
+
+
+@eqx.filter_jit
+def _first_member(stacked):
+    return jax.tree_util.tree_map(lambda x: x[0] if eqx.is_array(x) else x, stacked)
 
 
 def from_stack(stacked: AbstractModel, n_members: int, is_ensemble: bool):
     """Inverse of `as_stack` (dropping padded members beyond `n_members`)."""
+    if not is_ensemble:
+        return _first_member(stacked)
     cut = jax.tree_util.tree_map(lambda x: x[:n_members] if eqx.is_array(x) else x, stacked)
-    if is_ensemble:
-        return Ensemble(cut, n_members)
-    return jax.tree_util.tree_map(lambda x: x[0] if eqx.is_array(x) else x, cut)
+    return Ensemble(cut, n_members)

@@ -110,6 +110,16 @@ def _generate_one(model, n_steps, context, z0, inputs, context_inputs):
     return (jax.vmap(one) if z0.ndim == 2 else one)(z0, inputs)
 
 
+@eqx.filter_jit
+def _generate_program(model, n_steps, context, z0, inputs, context_inputs, members: bool):
+    """The warm-up and the free run as one compiled program (vmapped over the members of a
+    stacked ensemble when `members`)."""
+    if members:
+        fn = lambda m: _generate_one(m, n_steps, context, z0, inputs, context_inputs)  # noqa
+        return eqx.filter_vmap(fn)(model)
+    return _generate_one(model, n_steps, context, z0, inputs, context_inputs)
+
+
 def _warn_bad_orbits(xs, context):
     """Warn about generated orbits that diverge, collapse or run off the context's range
     (checked on the host; the range only from a context of at least `COLLAPSE_MIN_STEPS`
@@ -169,16 +179,13 @@ def generate(
     check_bool("return_latents", return_latents)
     check_bool("check", check)
     is_ens = isinstance(model, Ensemble)
-    one = model[0] if is_ens else model
+    one = model.stacked if is_ens else model  # (static fields and dimensions only)
     if not isinstance(one, AbstractModel):
         raise ArgumentTypeError(f"`model` must be a dsr model or Ensemble; got "
                                 f"{type(model).__name__}.")
     n_steps, context, z0, inputs = _check_args(one, n_steps, context, z0, inputs, context_inputs)
-    if is_ens:
-        fn = lambda m: _generate_one(m, n_steps, context, z0, inputs, context_inputs)  # noqa
-        xs, zs = eqx.filter_vmap(fn)(model.stacked)
-    else:
-        xs, zs = _generate_one(model, n_steps, context, z0, inputs, context_inputs)
+    xs, zs = _generate_program(model.stacked if is_ens else model, n_steps, context, z0,
+                               inputs, context_inputs, is_ens)
     if check:
         _warn_bad_orbits(xs, context)
     return (xs, zs) if return_latents else xs

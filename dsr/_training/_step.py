@@ -7,8 +7,8 @@
 3. `commit`: apply each member's update if its loss and gradient are finite, and advance the
    per-member bookkeeping and the step counter together, in one new `TrainState`.
 
-`run_chunk` runs 1 and 3 for many updates in one program (one dispatch and one host transfer
-per chunk, not per update); an update that needs 2 is run alone by `fallback_update`.
+`run_chunk` runs 1–3 for many updates in one program (one dispatch and one host transfer per
+chunk, not per update); 2 is a branch taken only by a batch that needs it.
 
 Loss (Hess, Götz, Durstewitz (2026), arXiv:2605.12683, Eq. 59–60):
 `MSE(x_{T_w+1:T}, x̂_{T_w+1:T}) + regularization`.
@@ -229,48 +229,34 @@ def commit(state: TrainState, prop: Proposal, cfg: StepConfig):
 CHUNK = 256
 
 
-def _select(flag, a, b):
-    """`a` where the scalar `flag`, else `b`, leaf by leaf (non-array leaves from `b`)."""
-    return jax.tree_util.tree_map(lambda u, v: jnp.where(flag, u, v) if eqx.is_array(v) else v,
-                                  a, b, is_leaf=lambda v: v is None)
-
-
 @eqx.filter_jit
 def run_chunk(state: TrainState, keys: PRNGKeyArray, windows: Windows, cfg: StepConfig, n):
-    """Up to `n` ≤ `CHUNK` updates in one program (a `lax.while_loop` over `propose` and
-    `commit`): `(state, records (CHUNK, fields, K), done, halted)`, the first `done` rows of
-    `records` being the updates' packed `StepRecord`s.
+    """`n` ≤ `CHUNK` updates in one program (a `lax.while_loop` over `propose`, `_refine`
+    when some member's parallel solve failed, and `commit`): `(state, records (CHUNK,
+    fields, K), done)`, the first `done` rows of `records` being the updates' packed
+    `StepRecord`s. It stops early when no member is active.
 
-    It stops early, *before* an update whose parallel solve failed for some member
-    (`halted`: the caller runs that update with `fallback_update`), and when no member is
-    active. The updates do not depend on where chunks start or end (the same program, the
-    same body), so a run resumed from any step is bit-exact."""
+    The updates do not depend on where chunks start or end (the same program, the same
+    body), so a run resumed from any step is bit-exact."""
     n_fields, K = len(RECORD_DTYPES), state.alpha.shape[0]
     arrays, static = eqx.partition(state, eqx.is_array)  # a loop carries arrays only
+    parallel = cfg.gtf and not isinstance(cfg.solver, Sequential)
 
     def cond(carry):
-        i, st, _, halted = carry
-        return (i < n) & ~halted & jnp.any(st.active)
+        i, st, _ = carry
+        return (i < n) & jnp.any(st.active)
 
     def body(carry):
-        i, st, buf, _ = carry
+        i, st, buf = carry
         st = eqx.combine(st, static)
         prop = propose(st, keys, windows, cfg)
-        halt = jnp.any(prop.fallback)
+        if parallel:  # the sequential re-solve runs only for a batch that needs it
+            prop = jax.lax.cond(jnp.any(prop.fallback),
+                                lambda p: _refine(st, p, p.fallback, cfg), lambda p: p, prop)
         new, record = commit(st, prop, cfg)
         buf = jax.lax.dynamic_update_index_in_dim(buf, record, i, 0)
-        kept = _select(halt, eqx.filter(st, eqx.is_array), eqx.filter(new, eqx.is_array))
-        return jnp.where(halt, i, i + 1), kept, buf, halt
+        return i + 1, eqx.filter(new, eqx.is_array), buf
 
     buf = jnp.zeros((CHUNK, n_fields, K), state.alpha.dtype)
-    carry = (jnp.zeros((), jnp.int32), arrays, buf, jnp.zeros((), bool))
-    done, arrays, buf, halted = jax.lax.while_loop(cond, body, carry)
-    return eqx.combine(arrays, static), buf, done, halted
-
-
-@eqx.filter_jit
-def fallback_update(state: TrainState, keys: PRNGKeyArray, windows: Windows, cfg: StepConfig):
-    """One update in which the members whose parallel solve failed are re-solved
-    sequentially (`refine`): `(new_state, packed record)`. Compiled only when a run needs it."""
-    prop = propose(state, keys, windows, cfg)
-    return commit(state, _refine(state, prop, prop.fallback, cfg), cfg)
+    done, arrays, buf = jax.lax.while_loop(cond, body, (jnp.zeros((), jnp.int32), arrays, buf))
+    return eqx.combine(arrays, static), buf, done

@@ -23,7 +23,7 @@ from .._generate import generate
 from ._history import History
 from .._lock import clean_stale_temporaries
 from .._sharding import is_writer, process_count, to_host
-from ._step import CHUNK, RECORD_DTYPES, StepRecord, TrainState, fallback_update, run_chunk
+from ._step import CHUNK, RECORD_DTYPES, StepRecord, TrainState, run_chunk
 from ._validation import eval_keys, initial_best, kept_model, member_scores, update_best
 
 #: The history's fields and their dtypes: each update's `StepRecord`, then its wall time.
@@ -102,20 +102,15 @@ class Trainer:
 
     def step(self) -> StepRecord | None:
         """One dispatch: the updates up to the next event (`chunk_length`) of all members in
-        one program (fewer when an update needs the sequential re-solve, which then runs
-        alone, or when every member stopped); returns the last update's record (`(K,)` NumPy
-        arrays), None if no member was active."""
+        one program (fewer when every member has stopped); returns the last update's record
+        (`(K,)` NumPy arrays), None if no member was active."""
         t0 = time.perf_counter()
         n = self.chunk_length(int(self.state.step))
-        state, buf, done, halted = run_chunk(self.state, self.keys, self.windows, self.cfg,
-                                             np.int32(n))
-        done, halted = int(done), bool(halted)
-        rows = to_host(buf)[:done] if done else buf[:0]
-        if halted and not done:  # the first update of the chunk needs the re-solve
-            state, packed = fallback_update(self.state, self.keys, self.windows, self.cfg)
-            rows, done = to_host(packed)[None], 1
+        state, buf, done = run_chunk(self.state, self.keys, self.windows, self.cfg, np.int32(n))
+        done = int(done)
         if not done:  # every member has stopped: nothing ran
             return None
+        rows = to_host(buf)[:done]
         wall = (time.perf_counter() - t0) / done
         K = self.plan.n_members
         for row in rows:
