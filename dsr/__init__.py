@@ -13,7 +13,8 @@ The public surface is everything imported here. Where it lives:
   free runs for `fit`, `generate` and `evaluate` alike.
 - using a model: `_generate.py`, `_serialization.py` (`save` / `load`), `_io.py` (the
   checksummed file format); evaluation in `dsr/metrics/`.
-- extension: `_registry.py` (`register`: the classes files may name), `_config.py`
+- extension: `_check_model.py` (`check_model`: analytic Jacobians against autodiff),
+  `_registry.py` (`register`: the classes files may name), `_config.py`
   (strategies as text).
 """
 
@@ -24,6 +25,7 @@ from ._alpha import AbstractAlpha as AbstractAlpha, AdaptiveAlpha as AdaptiveAlp
 from ._alpha import ConstantAlpha as ConstantAlpha
 from ._schedule import AbstractSchedule as AbstractSchedule, CosineDecay as CosineDecay
 from ._schedule import ExponentialDecay as ExponentialDecay
+from ._check_model import check_model as check_model
 from ._delay import choose_embedding as choose_embedding
 from ._ensemble import Ensemble as Ensemble, ensemble as ensemble
 from ._training._fit import FitResult as FitResult, fit as fit
