@@ -2,8 +2,8 @@
 
 The public surface is everything imported here. Where it lives:
 
-- models: `dsr/models/` — `ShPLRNN`, `ClippedShPLRNN` (`_shplrnn.py`, `_clipped.py`), `LSSM`
-  (`_lssm.py`) and the abstract templates (`_base.py`); baselines from other papers in
+- models: `dsr/models/` — `ShPLRNN`, `ClippedShPLRNN` (`_shplrnn.py`, `_clipped.py`), `ALRNN`
+  (`_alrnn.py`, written with the public contract only), `LSSM` (`_lssm.py`) and the abstract templates (`_base.py`); baselines from other papers in
   `dsr/baselines/` (TTT / linear attention, selective SSM).
 - solving the forced recurrence: `_solvers/` (the interface, `Sequential`, `DEER` and its two
   Newton paths, solver names, the shared scan backend); `_gtf.py` (generalized teacher
@@ -45,6 +45,7 @@ from ._solvers._base import SolverInfo as SolverInfo
 from ._solvers._resolve import resolve_solver as resolve_solver
 from .baselines import SelectiveSSM as SelectiveSSM, SwiGLUKernel as SwiGLUKernel
 from .baselines import TTTLinear as TTTLinear, TTTModel as TTTModel, ttt_linear as ttt_linear
+from .models import ALRNN as ALRNN
 from .models import AbstractDataDrivenModel as AbstractDataDrivenModel
 from .models import AbstractGTFModel as AbstractGTFModel, AbstractModel as AbstractModel
 from .models import AbstractMARModel as AbstractMARModel

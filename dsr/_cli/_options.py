@@ -24,15 +24,11 @@ from .._training._setup import RESUME_SETTINGS as RESUME_SETTINGS
 from .._solvers._resolve import SOLVER_NAMES
 from .._training._validation import KEEP
 from ..metrics import evaluate
-from ..models import LSSM, ClippedShPLRNN, ShPLRNN
 from ._errors import CLIError
+from ._models import MODELS, is_user_model
 
 FIT_DEFAULTS = {k: p.default for k, p in inspect.signature(fit).parameters.items()}
 EVAL_DEFAULTS = {k: p.default for k, p in inspect.signature(evaluate).parameters.items()}
-
-#: `--model` names and their classes (the first is the default).
-MODEL_CLASSES = {"clipped": ClippedShPLRNN, "shplrnn": ShPLRNN, "lssm": LSSM}
-MODELS = tuple(MODEL_CLASSES)
 
 # ------------------------------------------------------------------------------ converters
 
@@ -83,6 +79,17 @@ def _choice(*choices) -> Callable:
             raise CLIError(f"{label} must be one of {', '.join(choices)}; got {v!r}.")
         return v.lower()
     return convert
+
+
+def _model(label, v):
+    """A built-in model name, or `MODULE:CLASS` (a class of a module `--import` names)."""
+    if isinstance(v, str) and is_user_model(v.strip()):
+        module, _, name = v.strip().partition(":")
+        if module and name and all(p.isidentifier() for p in module.split(".") + name.split(".")):
+            return v.strip()
+        raise CLIError(f"{label} must be one of {', '.join(MODELS)} or MODULE:CLASS (e.g. "
+                       f"mypkg.models:MyRNN); got {v!r}.")
+    return _choice(*MODELS)(label, v)
 
 
 def _alpha(label, v):
@@ -251,12 +258,20 @@ DATA = [
            "per time unit; default: a data_gen set's dt, else 1 = per step)", "data"),
 ]
 MODEL = [
-    Option("model", _choice(*MODELS), MODELS[0], "clipped = ClippedShPLRNN (bounded orbits; "
-           "recommended for recordings), shplrnn = ShPLRNN (Eq. 5), lssm = LSSM", "model"),
+    Option("model", _model, MODELS[0], "clipped = ClippedShPLRNN (bounded orbits; "
+           "recommended for recordings), shplrnn = ShPLRNN (Eq. 5), alrnn = ALRNN (needs "
+           "--relu-units), lssm = LSSM; or MODULE:CLASS, a model class of a module --import "
+           "names", "model", "NAME"),
+    Option("import", _list, None, "modules to import (comma-separated) for --model "
+           "MODULE:CLASS; recorded in the run, and needed again by evaluate, generate and "
+           "fit --resume of it (a run folder never makes dsr import code)", "model",
+           "MODULE"),
     Option("latent_dim", integer(1, optional=True), None, "latent dimension M (default: N, the "
            "number of variables)", "model", "M"),
     Option("hidden_dim", integer(1), 64, "hidden units L", "model", "L"),
     Option("rank", integer(1, optional=True), None, "low rank r of W (shPLRNN family)", "model"),
+    Option("relu_units", integer(0, optional=True), None, "rectified units P of the AL-RNN "
+           "(the last P of the M latent units)", "model", "P"),
 ]
 TRAINING = [
     Option("alpha", _alpha, F["alpha"], "GTF forcing strength in [0, 1] or 'adaptive' (aGTF)",
@@ -312,7 +327,7 @@ EVAL_OPTIONS = EVALUATION + OUTPUT
 BY_NAME = {o.name: o for o in FIT_OPTIONS}
 #: Options that fix what the run is; `fit --resume` refuses to change them.
 IDENTITY = ("data", "inputs", "columns", "key", "standardize", "delay_embed", "model", "latent_dim",
-            "hidden_dim", "rank", "runs", "seed")
+            "hidden_dim", "rank", "relu_units", "runs", "seed")
 #: Options that change the training result; changing one on resume needs --resume-settings.
 TRAINING_SETTINGS = ("alpha", "steps", "seq_len", "batch_size", "warmup", "lr", "lr_schedule",
                      "noise",
