@@ -28,7 +28,7 @@ from .._serialization import load
 from ._data import Layout, Standardization, embed_series, load_recordings, model_units
 from ._errors import CLIError
 from ._models import check_run_imports
-from ._options import integer
+from ._converters import integer
 from ._run import RunFolder
 
 
