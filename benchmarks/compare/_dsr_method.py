@@ -15,7 +15,6 @@ import jax
 import jax.numpy as jnp
 
 import dsr
-from dsr._generate import warm_start
 
 from ._member import Member
 
@@ -45,7 +44,7 @@ def dsr_members(data, k: int, settings: dict, clipped: bool, checkpoint: str, se
     members = []
     for i in range(k):
         m = res.model[i]
-        members.append(Member(warm=lambda ctx, m=m: warm_start(m, ctx),
+        members.append(Member(warm=lambda ctx, m=m: dsr.warm_start(m, ctx),
                               step=lambda z, m=m: m.step(z), observe=lambda z, m=m: m.observe(z),
                               train_s=wall / k,
                               info=dict(SETTINGS, steps=settings["steps"], member=i,
