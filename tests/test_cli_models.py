@@ -121,3 +121,25 @@ def test_alrnn_on_the_command_line(data):
     cfg = json.loads((run / "config.json").read_text())
     assert cfg["model"]["class"] == "ALRNN"
     assert cfg["model"]["hyperparameters"]["relu_units"] == 2
+
+
+@pytest.mark.slow  # 4000 GTF-DEER updates on CPU (≈ 5 min)
+def test_alrnn_reconstructs_lorenz63_from_the_command_line(tmp_path):
+    """`python -m dsr fit lorenz63.npz --model alrnn --relu-units 6 ...`: the run's
+    evaluation on the test part reaches what the Python test demands."""
+    import data_gen
+    from test_models import RECONSTRUCTED_DSTSP, TRUE_LAMBDA
+
+    data = tmp_path / "lorenz63.npz"
+    data_gen.lorenz63().save(data)
+    run = tmp_path / "run"
+    assert main(["fit", str(data), "--test", str(data), "--out", str(run), "--model", "alrnn",
+                 "--latent-dim", "20", "--relu-units", "6", "--steps", "4000", "--seq-len",
+                 "200", "--batch-size", "16", "--lr", "3e-3", "--alpha", "0.1", "--solver",
+                 "deer", "--n-samples", "10000", "--lyapunov-steps", "10000", "--gen-factor",
+                 "1", "--no-plots", "--no-progress"]) == 0
+    m = json.loads((run / "metrics.json").read_text())
+    s = m["summary"]
+    assert s["n_diverged"] == 0
+    assert s["D_stsp"]["median"] < RECONSTRUCTED_DSTSP, s["D_stsp"]
+    assert abs(s["lambda_max"]["median"] - TRUE_LAMBDA) < 0.15 * TRUE_LAMBDA, s["lambda_max"]

@@ -289,3 +289,19 @@ def test_no_concrete_method_of_a_dsr_module_is_overridden():
                     and not getattr(old, "__isabstractmethod__", False):
                 found.append(f"{cls.__qualname__}.{attr} overrides {base.__qualname__}.{attr}")
     assert not found
+
+
+class NoDtype(TinyPLRNN):
+    """A constructor without `dtype=`: it always builds float32 arrays."""
+
+    def __init__(self, obs_dim, latent_dim, *, key):
+        super().__init__(obs_dim, latent_dim, key=key)
+
+
+def test_saving_a_model_whose_constructor_ignores_its_dtype_names_the_dtype(tmp_path):
+    dsr.register(NoDtype)
+    model = jax.tree_util.tree_map(lambda a: a.astype(jnp.float64),
+                                   NoDtype(2, 3, key=jax.random.key(0)))
+    with pytest.raises(TypeError, match="takes no `dtype` argument and builds float32 arrays; "
+                                        "the model's are float64"):
+        dsr.save(tmp_path / "m.dsr", model)

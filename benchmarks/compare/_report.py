@@ -12,7 +12,7 @@ from dsr.metrics import median_mad
 from ._cells import load_cell, read_number, values, write_json
 from ._measures import LOWER_IS_BETTER, MEASURES
 
-DSR = ("shPLRNN", "clipped_shPLRNN")
+DSR = ("shPLRNN", "clipped_shPLRNN", "ALRNN")
 UNITS = {"D_stsp": "", "D_stsp_bins": "", "D_H": "", "lambda_err": "1/time",
          "RMSE_n": "std. units", "VPT": "Lyapunov times", "train_s": "s"}
 
