@@ -73,8 +73,8 @@ def check_model(model: AbstractModel | Ensemble, *, key: PRNGKeyArray | None = N
                 n_points: int = 4) -> None:
     """Check a model's analytic Jacobians against `jax.jacfwd` of its `step`.
 
-    Compares `jacobian` and, for a GTF model ([`dsr.AbstractGTFModel`][dsr.models.AbstractGTFModel]),
-    `jacobian_diagonal`, `jacobian_product` and `jacobian_product_diagonal` (with a random
+    Compares `jacobian` and, for a GTF model
+    ([`dsr.AbstractGTFModel`][dsr.models.AbstractGTFModel]), `jacobian_diagonal`, `jacobian_product` and `jacobian_product_diagonal` (with a random
     projection `P`) at `n_points` random states `z ~ N(0, I)` (and random inputs when the
     model takes them), at the model's parameters and at randomly perturbed ones, in the
     model's dtype. The tolerance is `√eps` of the dtype (1.5e-8 in float64, 3.5e-4 in

@@ -131,7 +131,9 @@ def test_alrnn_uses_only_the_public_contract():
     tree = ast.parse(pathlib.Path(_alrnn.__file__).read_text())
     imported = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("dsr")):
+        from_dsr = node.level or (node.module or "").startswith("dsr") \
+            if isinstance(node, ast.ImportFrom) else False
+        if from_dsr:
             imported += [(node.module, a.name) for a in node.names]
         elif isinstance(node, ast.Import):
             assert not any(a.name.startswith("dsr") for a in node.names)

@@ -144,7 +144,8 @@ def _result(trainer: Trainer, interrupted: bool) -> FitResult:
     raised = int(np.sum(hist["alpha_raised"])) if hist["alpha_raised"].size else 0
     if raised:
         step = float(p.cfg.alpha.failure_step)
-        warnings.warn(f"alpha was raised by {step:g} {raised} time(s) after {p.settings['max_failures']} "
+        warnings.warn(f"alpha was raised by {step:g} {raised} time(s) after "
+                      f"{p.settings['max_failures']} "
                       "consecutive batches whose parallel solve failed (history['alpha_raised']); "
                       f"final alpha {np.round(alpha.astype(float), 3).tolist()}.", stacklevel=3)
     one = (lambda a: a) if p.is_ensemble else (lambda a: a[0])  # noqa: E731

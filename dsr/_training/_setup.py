@@ -257,7 +257,8 @@ class Call:
 def _validate(model, data, alpha, kw: FitArguments) -> Call:
     """Validate every argument of `fit`; cheap (NumPy and argument checks only)."""
     one = _check_model(model)
-    if check_bool("check_model", kw.check_model) and type(one).__module__.split(".")[0] != "dsr":
+    user_class = type(one).__module__.split(".")[0] != "dsr"
+    if check_bool("check_model", kw.check_model) and user_class:
         check_jacobians(model)  # a user's analytic Jacobians, once, before compiling
     n = _check_counts(kw)
     lr = check_real("learning_rate", kw.learning_rate, 0.0, lo_open=True)

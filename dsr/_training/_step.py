@@ -169,8 +169,8 @@ def propose(state: TrainState, keys: PRNGKeyArray, windows: Windows, cfg: StepCo
     alpha = state.alpha
     due = cfg.alpha.is_due(state.step)  # a Python False for schedules that never change
     if cfg.gtf and due is not False:
-        new = lambda: eqx.filter_vmap(  # noqa: E731
-            lambda a, m, xb: cfg.alpha.updated(a, m, xb, state.step, cfg.steps))(alpha, state.model, x)
+        one = lambda a, m, xb: cfg.alpha.updated(a, m, xb, state.step, cfg.steps)  # noqa: E731
+        new = lambda: eqx.filter_vmap(one)(alpha, state.model, x)  # noqa: E731
         alpha = jax.lax.cond(due, new, lambda: alpha)
     teacher = _teacher(keys, state.step, x, cfg.noise)
     m, o, loss, mse, fin, conv, it = _vupdate(state, x, s, alpha, cfg, cfg.solver, teacher)
