@@ -13,7 +13,7 @@ from ._series import Series
 def embed_series(s: Series, m: int, tau: int) -> Series:
     """A one-column recording as its delay embedding `(x_t, x_{t-τ}, …, x_{t-(m-1)τ})`
     (column 0 is the original channel; rows start at `t = (m-1)τ`)."""
-    from ..metrics import delay_embed
+    from ...metrics import delay_embed
 
     if s.x.shape[1] != 1:
         raise CLIError(f"{s.info['path']}: --delay-embed needs one column; the file has "
