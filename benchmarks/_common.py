@@ -10,13 +10,14 @@ Every raw timing goes into the JSON.
 from __future__ import annotations
 
 import datetime
-import json
 import os
 import platform
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
+
+from . import _json
 
 import jax
 import numpy as np
@@ -179,18 +180,8 @@ def trained_shplrnn(data: np.ndarray, latent_dim: int, *, hidden_dim: int = 50, 
 
 
 def write_json(out: str | os.PathLike, name: str, payload: dict) -> Path:
-    path = Path(out) / f"{name}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(payload, indent=1, default=_jsonable))
-    return path
-
-
-def _jsonable(x: Any):
-    if isinstance(x, (np.generic, jax.Array)):
-        return np.asarray(x).tolist()
-    if isinstance(x, Path):
-        return str(x)
-    raise TypeError(f"not JSON-serializable: {type(x).__name__}")
+    """`OUT/NAME.json`, by the benchmarks' one JSON writer (`_json.py`)."""
+    return _json.write_json(Path(out) / f"{name}.json", payload)
 
 
 def new_figure(ncols: int, *, width: float = 4.2, height: float = 3.4):

@@ -17,7 +17,6 @@ whole run for the bursting neuron, a few Lyapunov times for the chaotic systems.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import platform
@@ -29,6 +28,8 @@ from scipy.integrate import solve_ivp
 
 import data_gen
 from data_gen import SYSTEMS
+
+from ._json import write_json
 
 CASES = [("lorenz63", {}), ("lorenz96", {"preset": "paper"}),
          ("lorenz96", {"preset": "short_period"}), ("bursting_neuron", {"preset": "standard"}),
@@ -104,7 +105,7 @@ def main(argv=None):
     versions = {k: _v(k) for k in ("jax", "diffrax", "scipy", "numpy")}
     info = dict(quick=a.quick, rtol=a.rtol, atol=a.atol, cpus=os.cpu_count(), rows=rows,
                 machine=platform.processor() or platform.machine(), versions=versions)  # fmt: skip
-    (out / "datagen.json").write_text(json.dumps(info, indent=2) + "\n")
+    write_json(out / "datagen.json", info, indent=2)
     print(f"wrote {out / 'datagen.json'}")
 
 

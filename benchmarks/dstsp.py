@@ -26,7 +26,6 @@ note of each. Writes DIR/dstsp_collapsed.json.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import pathlib
@@ -40,6 +39,7 @@ import numpy as np
 from dsr.metrics import state_space_divergence
 
 from ._common import rk4_step
+from ._json import write_json
 
 jax.config.update("jax_enable_x64", True)
 
@@ -170,8 +170,7 @@ def run_collapsed(args, out: pathlib.Path) -> None:
               f"{res.stderr:.2e}  {res.status}  {res.note}", flush=True)
     meta = dict(quick=args.quick, cpu_count=os.cpu_count(), loadavg=os.getloadavg(),
                 jax=jax.__version__, platform=platform.platform())
-    with open(out / "dstsp_collapsed.json", "w") as fh:
-        json.dump(dict(meta=meta, rows=rows), fh, indent=2, default=float)
+    write_json(out / "dstsp_collapsed.json", dict(meta=meta, rows=rows), indent=2, default=float)
     print(f"\nwrote {out / 'dstsp_collapsed.json'}  (load average {meta['loadavg'][0]:.1f})")
 
 
@@ -235,8 +234,7 @@ def main(argv=None):
               "stderr is the total Monte-Carlo standard error of D_stsp."),
         cases={k: v["note"] for k, v in data.items()},
     )
-    with open(out / "dstsp.json", "w") as fh:
-        json.dump(dict(meta=meta, rows=rows), fh, indent=2, default=float)
+    write_json(out / "dstsp.json", dict(meta=meta, rows=rows), indent=2, default=float)
     print(f"\nwrote {out / 'dstsp.json'}  (load average {meta['loadavg'][0]:.1f} on "
           f"{meta['cpu_count']} cores)")
     if any(not math.isfinite(r["value"]) for r in rows):

@@ -23,8 +23,8 @@ convergence flag and the compiled executable's temporary memory go into ``DIR/ru
 unchanged on a GPU.
 
 ``python -m benchmarks.runtime --compare-before --out DIR`` times the solver as it was before
-the solver-speed work (a frozen copy, `benchmarks/_before.py`) against the current one in
-one process, interleaved (`benchmarks/_compare.py`), and writes ``DIR/runtime_compare.json``
+the solver-speed work (a frozen copy, `benchmarks/_reference/deer.py`) against the current one in
+one process, interleaved (`benchmarks/_runtime/before_after.py`), and writes ``DIR/runtime_compare.json``
 and ``.png``.
 """
 
@@ -41,7 +41,7 @@ import jax.numpy as jnp
 import dsr
 
 from . import _common as C
-from . import _compare
+from ._runtime import before_after as _compare
 
 METHODS = ("sequential", "sequential_unroll", "deer", "deer_associative", "quasi")
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import json
 import os
 import platform
 import time
@@ -25,6 +24,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from dsr.baselines import SwiGLUKernel, ttt_linear
+
+from ._json import write_json
 
 FORMS = ("recurrent", "parallel")
 
@@ -162,7 +163,7 @@ def main(argv=None) -> dict:
                 jax_version=jax.__version__, cpus=os.cpu_count(),
                 machine=platform.processor() or platform.machine(), settings=settings,
                 results=results)
-    (out / "ttt.json").write_text(json.dumps(info, indent=2) + "\n")
+    write_json(out / "ttt.json", info, indent=2)
     plot(results, out / "ttt.png",
          f"ttt_linear ({a.kernel}, D={a.dim}, batch {a.batch}, {settings['mode']}, "
          f"{a.dtype}) on {info['device']}")

@@ -21,6 +21,8 @@ import numpy as np
 
 import dsr
 
+from ._json import write_json
+
 
 def _lorenz(n: int) -> np.ndarray:
     """A standardized Lorenz-63 orbit (RK4, dt = 0.01)."""
@@ -60,9 +62,7 @@ def main(argv=None):
     out["fraction"] = out["validation"]["validation_s"] / out["plain"]["wall_s"]
     out["settings"] = dict(steps=steps, n=n, members=4, L=50, cpu_count=os.cpu_count(),
                            backend=jax.default_backend())
-    os.makedirs(a.out, exist_ok=True)
-    with open(os.path.join(a.out, "validation.json"), "w") as f:
-        json.dump(out, f, indent=1)
+    write_json(os.path.join(a.out, "validation.json"), out)
     print(json.dumps(out, indent=1))
 
 

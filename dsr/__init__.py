@@ -2,8 +2,8 @@
 
 The public surface is everything imported here. Where it lives:
 
-- models: `dsr/models/` — `ShPLRNN`, `ClippedShPLRNN` (`_shplrnn.py`, `_clipped.py`), `LSSM`
-  (`_lssm.py`) and the abstract templates (`_base.py`); baselines from other papers in
+- models: `dsr/models/` — `ShPLRNN`, `ClippedShPLRNN` (`_shplrnn.py`, `_clipped.py`), `ALRNN`
+  (`_alrnn.py`, written with the public contract only), `LSSM` (`_lssm.py`) and the abstract templates (`_base.py`); baselines from other papers in
   `dsr/baselines/` (TTT / linear attention, selective SSM).
 - solving the forced recurrence: `_solvers/` (the interface, `Sequential`, `DEER` and its two
   Newton paths, solver names, the shared scan backend); `_gtf.py` (generalized teacher
@@ -13,7 +13,8 @@ The public surface is everything imported here. Where it lives:
   free runs for `fit`, `generate` and `evaluate` alike.
 - using a model: `_generate.py`, `_serialization.py` (`save` / `load`), `_io.py` (the
   checksummed file format); evaluation in `dsr/metrics/`.
-- extension: `_registry.py` (`register`: the classes files may name), `_config.py`
+- extension: `_check_model.py` (`check_model`: analytic Jacobians against autodiff),
+  `_registry.py` (`register`: the classes files may name), `_config.py`
   (strategies as text).
 """
 
@@ -24,6 +25,7 @@ from ._alpha import AbstractAlpha as AbstractAlpha, AdaptiveAlpha as AdaptiveAlp
 from ._alpha import ConstantAlpha as ConstantAlpha
 from ._schedule import AbstractSchedule as AbstractSchedule, CosineDecay as CosineDecay
 from ._schedule import ExponentialDecay as ExponentialDecay
+from ._check_model import check_model as check_model
 from ._delay import choose_embedding as choose_embedding
 from ._ensemble import Ensemble as Ensemble, ensemble as ensemble
 from ._training._fit import FitResult as FitResult, fit as fit
@@ -43,6 +45,7 @@ from ._solvers._base import SolverInfo as SolverInfo
 from ._solvers._resolve import resolve_solver as resolve_solver
 from .baselines import SelectiveSSM as SelectiveSSM, SwiGLUKernel as SwiGLUKernel
 from .baselines import TTTLinear as TTTLinear, TTTModel as TTTModel, ttt_linear as ttt_linear
+from .models import ALRNN as ALRNN
 from .models import AbstractDataDrivenModel as AbstractDataDrivenModel
 from .models import AbstractGTFModel as AbstractGTFModel, AbstractModel as AbstractModel
 from .models import AbstractMARModel as AbstractMARModel

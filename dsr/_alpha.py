@@ -61,9 +61,11 @@ class AbstractAlpha(eqx.Module):
     """A schedule for the GTF forcing strength α of one model.
 
     Subclasses implement `initial()` (α before the first update), `is_due(step)` (whether α
-    is re-estimated before update `step`) and `updated(alpha, model, x)` (the new α from the
-    model and its next batch), and carry `failure_step` (the rise of α after `max_failures`
-    failed solves in a row, see [`dsr.fit`][]).
+    is re-estimated before update `step`) and `updated(alpha, model, x, step, steps)` (the
+    new α from the model, its next batch, the update index and the fit's total updates, so a
+    schedule over training needs no counter of its own), and carry `failure_step` (the rise
+    of α after `max_failures` failed solves in a row, see [`dsr.fit`][]; `fit`'s warning
+    names it).
     """
 
     failure_step: eqx.AbstractVar[float]
@@ -78,8 +80,10 @@ class AbstractAlpha(eqx.Module):
 
     @abc.abstractmethod
     def updated(self, alpha: Float[Array, ""], model: AbstractGTFModel,
-                x: Float[Array, "B T+1 N"]) -> Float[Array, ""]:
-        """The new α, from the model and the batch it is about to be trained on."""
+                x: Float[Array, "B T+1 N"], step: Int[Array, ""], steps: int) -> Float[Array, ""]:
+        """The new α before update `step` (0-based, an array inside the compiled update) of
+        `steps` (the fit's total, a Python int), from the model and the batch it is about to
+        be trained on."""
 
 
 class ConstantAlpha(AbstractAlpha):
@@ -101,7 +105,7 @@ class ConstantAlpha(AbstractAlpha):
     def is_due(self, step):
         return False
 
-    def updated(self, alpha, model, x):
+    def updated(self, alpha, model, x, step, steps):
         return alpha
 
 
@@ -133,7 +137,7 @@ class AdaptiveAlpha(AbstractAlpha):
     def is_due(self, step):
         return (step + 1) % self.every == 0
 
-    def updated(self, alpha, model, x):
+    def updated(self, alpha, model, x, step, steps):
         est = estimate_alpha(model, x, max_points=self.max_points).astype(alpha.dtype)
         return jnp.where(est > alpha, est, self.gamma * alpha + (1.0 - self.gamma) * est)
 

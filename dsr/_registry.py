@@ -19,13 +19,13 @@ from ._schedule import AbstractSchedule, CosineDecay, ExponentialDecay
 from ._solvers._base import AbstractSolver
 from ._solvers._sequential import Sequential
 from .baselines import SelectiveSSM
-from .models import LSSM, AbstractModel, ClippedShPLRNN, ShPLRNN
+from .models import ALRNN, LSSM, AbstractModel, ClippedShPLRNN, ShPLRNN
 
 #: The families a class can be registered in: what a file may name, per kind of setting.
 FAMILIES = {"model": AbstractModel, "solver": AbstractSolver, "alpha": AbstractAlpha,
             "schedule": AbstractSchedule, "regularization": Regularization}
 
-_BUILTIN = (ShPLRNN, ClippedShPLRNN, LSSM, SelectiveSSM, DEER, Sequential, ConstantAlpha,
+_BUILTIN = (ShPLRNN, ClippedShPLRNN, ALRNN, LSSM, SelectiveSSM, DEER, Sequential, ConstantAlpha,
             AdaptiveAlpha, CosineDecay, ExponentialDecay, Regularization)
 _BY_NAME: dict[str, type] = {c.__name__: c for c in _BUILTIN}
 

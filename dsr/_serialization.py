@@ -68,8 +68,16 @@ def _check_rebuilds(model, spec: dict, lead: int) -> None:
     shape = lambda t, lead=0: [(x.shape[lead:], x.dtype)  # noqa: E731
                                for x in jax.tree_util.tree_leaves(t)
                                if eqx.is_array(x) or isinstance(x, jax.ShapeDtypeStruct)]
-    if (jax.tree_util.tree_structure(like) != jax.tree_util.tree_structure(model)
-            or shape(like) != shape(model, lead)):
+    same_tree = jax.tree_util.tree_structure(like) == jax.tree_util.tree_structure(model)
+    got, want = shape(like), shape(model, lead)
+    if same_tree and [s for s, _ in got] == [s for s, _ in want] and got != want:
+        has = "takes `dtype=` but" if "dtype" in _constructor(type(model)) else \
+            "takes no `dtype` argument and"
+        raise ArgumentTypeError(f"`model`: {type(model).__qualname__}'s constructor {has} "
+                                f"builds {got[0][1]} arrays; the model's are {dtype} (give "
+                                "the constructor a `dtype=` keyword that it uses for every "
+                                "array).")
+    if not same_tree or got != want:
         raise ArgumentTypeError(f"`model`: {type(model).__qualname__}(**{hp}, key=...) builds "
                                 "arrays of other shapes or dtypes than the model's; its static "
                                 "fields must be the constructor's arguments.")

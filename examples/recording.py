@@ -35,7 +35,7 @@ import numpy as np
 
 import dsr
 from benchmarks.compare._var import fit_var  # the one VAR(1) fit, shared with the comparison
-from dsr._cli._options import _embedding as parse_embedding  # the CLI's M,TAU rule
+from dsr._cli._converters import _embedding as parse_embedding  # the CLI's M,TAU rule
 from dsr._orbit_status import data_range
 from dsr._training._validation import n_bins
 from dsr.metrics._dstsp_bins import binned_divergence

@@ -7,7 +7,8 @@ import math
 
 import pytest
 
-from benchmarks import _compare, device, newton, runtime, scan
+from benchmarks import device, newton, runtime, scan
+from benchmarks._runtime import before_after as _compare
 
 
 def _load(out, name):

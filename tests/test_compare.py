@@ -10,11 +10,13 @@ import jax
 import numpy as np
 import pytest
 
+import dsr
+
 pytestmark = pytest.mark.slow
 
 from benchmarks.compare import __main__ as cli  # noqa: E402
 from benchmarks.compare._measures import MEASURES, valid_time  # noqa: E402
-from benchmarks.compare._report import median_mad  # noqa: E402
+from benchmarks.compare import _report  # noqa: E402
 from benchmarks.compare._run import METHODS  # noqa: E402
 from benchmarks.compare._systems import DEFAULT_SYSTEMS  # noqa: E402
 from benchmarks.compare._var import fit_var  # noqa: E402
@@ -49,8 +51,13 @@ def test_bad_members_is_a_usage_error(tmp_path, capsys):
 
 
 def test_median_mad_and_valid_time():
-    med, mad = median_mad(np.array([1.0, 2.0, 4.0, math.inf, math.nan]))
-    assert med == 3.0 and mad == 1.0  # nan left out; inf counts in the median, not the MAD
+    """The comparison's tables use dsr's one median ± MAD rule (NaN left out, inf kept in
+    the median and the MAD)."""
+    assert _report.median_mad is dsr.metrics.median_mad
+    s = _report.median_mad(np.array([1.0, 2.0, 4.0, math.inf, math.nan]))
+    assert s["median"] == 3.0 and s["mad"] == 1.5 and s["n_undefined"] == 1
+    s = _report.median_mad([1.0, math.inf, math.inf])
+    assert s["median"] == math.inf and s["mad"] == math.inf
     err = np.array([[0.1, 0.2, 0.6, 0.1], [0.1, 0.1, 0.1, 0.1]])
     np.testing.assert_allclose(valid_time(err, dt=0.5, lyap=2.0), [2.0, 4.0])
 

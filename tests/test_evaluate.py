@@ -56,6 +56,7 @@ def test_evaluate_all_measures_and_divergence():
         out = dsr.metrics.evaluate(blown, x, key=jax.random.key(0), warmup=32, n_rmse=16,
                                    n_windows=5, n_samples=2000, lyapunov_steps=500, gen_factor=1)
     assert out["D_stsp"] == np.inf and any("diverg" in str(x.message).lower() for x in w)
+    assert {x.filename for x in w} == {__file__}  # the caller's line, not dsr's
 
 
 def test_evaluate_collapsed_orbit_is_fast_and_reported():

@@ -41,15 +41,6 @@ class TinyPLRNN(dsr.AbstractGTFModel, dsr.AbstractMARModel):
     def jacobian(self, z, s=None):
         return jnp.diag(self.A) + self.W * (z > 0).astype(z.dtype)
 
-    def jacobian_diagonal(self, z, s=None):
-        return self.A + jnp.diagonal(self.W) * (z > 0).astype(z.dtype)
-
-    def jacobian_product(self, z, P, s=None):
-        return super().jacobian_product(z, P, s)
-
-    def jacobian_product_diagonal(self, z, P, s=None):
-        return super().jacobian_product_diagonal(z, P, s)
-
     def mar_terms(self, n_units, p):
         r = slice(self.latent_dim - n_units, None)
         return jnp.abs(1 - self.A[r]) ** p + jnp.mean(jnp.abs(self.W[r]) ** p, 1) \
@@ -86,8 +77,33 @@ class HalvingAlpha(dsr.AbstractAlpha):
     def is_due(self, step):
         return (step > 0) & (step % self.every == 0)
 
-    def updated(self, alpha, model, x):
+    def updated(self, alpha, model, x, step, steps):
         return jnp.maximum(alpha / 2, self.floor)
+
+
+@dsr.register
+class LinearAlpha(dsr.AbstractAlpha):
+    """α falls linearly from `alpha0` to 0 over the fit: it needs the update index and the
+    total, which `updated` receives."""
+
+    alpha0: float = eqx.field(static=True)
+    failure_step: float = eqx.field(default=0.05, static=True, kw_only=True)
+
+    def initial(self):
+        return self.alpha0
+
+    def is_due(self, step):
+        return True
+
+    def updated(self, alpha, model, x, step, steps):
+        return jnp.asarray(self.alpha0 * (1 - step / steps), alpha.dtype)
+
+
+class WrongJacobian(TinyPLRNN):
+    """TinyPLRNN with the sign of its Jacobian's nonlinear part flipped."""
+
+    def jacobian(self, z, s=None):
+        return jnp.diag(self.A) - self.W * (z > 0).astype(z.dtype)
 
 
 class Unregistered(dsr.AbstractSolver):
@@ -126,6 +142,53 @@ def _assert_same(a, b):
     assert type(a) is type(b)
     for u, v in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b), strict=True):
         np.testing.assert_array_equal(u, v)
+
+
+def test_a_three_method_model_trains_with_deer_as_sequentially():
+    """TinyPLRNN gives `step`, `jacobian` and `B` only (the diagonal and the projection
+    products are the family's defaults): DEER and the sequential solver give the same fit."""
+    kw = dict(KW, solver=dsr.DEER(), regularization=None)
+    deer = dsr.fit(_model(), X, 0.3, **kw)
+    seq = dsr.fit(_model(), X, 0.3, **dict(kw, solver=dsr.Sequential()))
+    np.testing.assert_allclose(deer.history["loss"], seq.history["loss"], rtol=1e-10)
+    assert deer.history["converged"].all()
+    for u, v in zip(jax.tree_util.tree_leaves(deer.model), jax.tree_util.tree_leaves(seq.model)):
+        np.testing.assert_allclose(u, v, rtol=1e-8, atol=1e-12)
+    quasi = dsr.fit(_model(), X, 0.3, **dict(kw, solver=dsr.DEER(jacobian="diag")))
+    np.testing.assert_allclose(quasi.history["loss"][0], seq.history["loss"][0], rtol=1e-8)
+
+
+def test_a_wrong_jacobian_is_refused_by_fit_naming_the_method():
+    wrong = WrongJacobian(2, 3, key=jax.random.key(0), dtype=jnp.float64)
+    with pytest.raises(ValueError) as e:
+        dsr.fit(wrong, X, 0.3, **KW)
+    msg = str(e.value)
+    assert "\n" not in msg and msg.startswith("WrongJacobian.jacobian disagrees")
+    with pytest.raises(ValueError, match="WrongJacobian.jacobian "):
+        dsr.check_model(dsr.ensemble(lambda k: WrongJacobian(2, 3, key=k), 2,
+                                     key=jax.random.key(0)))
+    # a wrong product only: the check names that method
+    bad_product = type("BadProduct", (TinyPLRNN,), {
+        "jacobian_product": lambda self, z, P, s=None: self.jacobian(z, s) @ P.T})
+    with pytest.raises(ValueError, match=r"^BadProduct\.jacobian_product disagrees"):
+        dsr.check_model(bad_product(2, 3, key=jax.random.key(0)))
+    dsr.check_model(_model())  # the right one passes, in float64 and float32
+    dsr.check_model(TinyPLRNN(2, 3, key=jax.random.key(0)))
+    res = dsr.fit(wrong, X, 0.3, **dict(KW, steps=2), check_model=False)  # the check is off
+    assert res.history["loss"].shape == (2,)
+
+
+def test_alpha_strategies_see_the_update_index_and_the_total():
+    res = dsr.fit(_model(), X, LinearAlpha(0.8), **dict(KW, steps=4))
+    np.testing.assert_allclose(res.history["alpha"], [0.8, 0.6, 0.4, 0.2])
+
+
+def test_the_alpha_rise_warning_names_the_strategys_failure_step():
+    with pytest.warns(UserWarning, match="alpha was raised by 0.2 "):
+        res = dsr.fit(_model(), X, dsr.ConstantAlpha(0.1, failure_step=0.2),
+                      **dict(KW, steps=2, regularization=None, max_failures=1,
+                             solver=dsr.DEER(max_iter=1, tol=1e-30)))
+    assert res.alpha > 0.25
 
 
 def test_register_rejects_what_files_cannot_name():
@@ -199,7 +262,10 @@ def test_unregistered_solver_fits_but_is_not_rebuilt(tmp_path):
 
 
 def test_no_concrete_method_of_a_dsr_module_is_overridden():
-    """Equinox's abstract-or-final rule: a subclass implements abstract methods only."""
+    """Equinox's abstract-or-final rule: a subclass implements abstract methods only, or
+    overrides one of the concrete defaults a family declares overridable (the GTF family's
+    Jacobian diagonal and forcing-projection products, `dsr.models._base.OVERRIDABLE`)."""
+    from dsr.models._base import OVERRIDABLE
     import importlib
     import inspect
     import pkgutil
@@ -216,8 +282,26 @@ def test_no_concrete_method_of_a_dsr_module_is_overridden():
             base = next((b for b in cls.__mro__[1:] if attr in vars(b)), None)
             if attr.startswith("__") or base is None or base in (eqx.Module, object):
                 continue
+            if base is dsr.AbstractGTFModel and attr in OVERRIDABLE:
+                continue
             old = vars(base)[attr]
             if (inspect.isfunction(old) or isinstance(old, property)) \
                     and not getattr(old, "__isabstractmethod__", False):
                 found.append(f"{cls.__qualname__}.{attr} overrides {base.__qualname__}.{attr}")
     assert not found
+
+
+class NoDtype(TinyPLRNN):
+    """A constructor without `dtype=`: it always builds float32 arrays."""
+
+    def __init__(self, obs_dim, latent_dim, *, key):
+        super().__init__(obs_dim, latent_dim, key=key)
+
+
+def test_saving_a_model_whose_constructor_ignores_its_dtype_names_the_dtype(tmp_path):
+    dsr.register(NoDtype)
+    model = jax.tree_util.tree_map(lambda a: a.astype(jnp.float64),
+                                   NoDtype(2, 3, key=jax.random.key(0)))
+    with pytest.raises(TypeError, match="takes no `dtype` argument and builds float32 arrays; "
+                                        "the model's are float64"):
+        dsr.save(tmp_path / "m.dsr", model)

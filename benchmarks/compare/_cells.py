@@ -7,35 +7,10 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 
+import numpy as np
 
-def _clean(v):
-    if isinstance(v, float) and not math.isfinite(v):
-        return str(v)  # "inf", "nan": JSON has no literal for them
-    if isinstance(v, dict):
-        return {k: _clean(x) for k, x in v.items() if _jsonable(x)}
-    if isinstance(v, (list, tuple)):
-        return [_clean(x) for x in v]
-    if hasattr(v, "item") and getattr(v, "ndim", 1) == 0:
-        return _clean(v.item())
-    return v
-
-
-def _jsonable(x) -> bool:
-    return not callable(x)
-
-
-def write_json(path: str, obj) -> None:
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path) or ".", suffix=".tmp")
-    with os.fdopen(fd, "w") as f:
-        json.dump(_clean(obj), f, indent=1)
-    os.replace(tmp, path)
-
-
-def read_number(v):
-    return float(v) if isinstance(v, str) and v in ("inf", "-inf", "nan") else v
+from .._json import clean, read_number, write_json  # noqa: F401 (write_json re-exported)
 
 
 def cell_path(out: str, system: str, variant: str, method: str) -> str:
@@ -57,9 +32,17 @@ def check_settings(out: str, settings: dict) -> None:
             old = json.load(f)
         keep = ("systems", "methods", "variants")  # a rerun may run more or fewer of them
         a = {k: v for k, v in old.items() if k not in keep}
-        b = {k: v for k, v in json.loads(json.dumps(_clean(settings))).items() if k not in keep}
+        b = {k: v for k, v in json.loads(json.dumps(clean(settings))).items() if k not in keep}
         if a != b:
             diff = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
             raise SystemExit(f"error: --out {out}: holds a run with other settings ({diff}); "
                              f"use another --out")
     write_json(p, settings)
+
+
+def values(cell: dict, measure: str) -> np.ndarray:
+    out = []
+    for mem in cell["members"]:
+        x = read_number(mem.get(measure, math.nan)) if not mem.get("failed") else math.nan
+        out.append(math.nan if x is None else float(x))
+    return np.asarray(out, np.float64)

@@ -14,6 +14,8 @@ import subprocess
 import sys
 import time
 
+from .._json import write_json
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TIMEOUT_S = 300  # per system; a stiff system the fallback integrates slowly runs into it
 
@@ -72,9 +74,8 @@ def check_systems_run(names, s: dict, out: str, log=print) -> list[dict]:
     counts = {}
     for r in rows:
         counts[r["status"]] = counts.get(r["status"], 0) + 1
-    with open(os.path.join(out, "check_systems.json"), "w") as f:
-        json.dump(dict(settings=s, timeout_s=TIMEOUT_S, counts=counts, systems=rows), f,
-                  indent=1, default=str)
+    write_json(os.path.join(out, "check_systems.json"),
+               dict(settings=s, timeout_s=TIMEOUT_S, counts=counts, systems=rows), default=str)
     log(f"{len(rows)} systems: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
         + f"; wrote {out}/check_systems.json")
     return rows

@@ -13,10 +13,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from ._measures import MEASURES  # noqa: E402
-from ._report import values  # noqa: E402
+from ._cells import values  # noqa: E402
 
 COLORS = {"shPLRNN": "tab:blue", "clipped_shPLRNN": "tab:cyan", "SINDy": "tab:orange",
-          "ESN": "tab:green", "VAR1": "tab:gray"}
+          "ALRNN": "tab:purple", "ESN": "tab:green", "VAR1": "tab:gray"}
 LOG = {"D_stsp_bins", "lambda_err", "RMSE_n", "train_s"}
 
 

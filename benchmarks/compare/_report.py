@@ -6,12 +6,13 @@ from __future__ import annotations
 import math
 import os
 
-import numpy as np
 
-from ._cells import load_cell, read_number, write_json
+from dsr.metrics import median_mad
+
+from ._cells import load_cell, read_number, values, write_json
 from ._measures import LOWER_IS_BETTER, MEASURES
 
-DSR = ("shPLRNN", "clipped_shPLRNN")
+DSR = ("shPLRNN", "clipped_shPLRNN", "ALRNN")
 UNITS = {"D_stsp": "", "D_stsp_bins": "", "D_H": "", "lambda_err": "1/time",
          "RMSE_n": "std. units", "VPT": "Lyapunov times", "train_s": "s"}
 
@@ -25,25 +26,6 @@ def collect(out: str, s: dict) -> list[dict]:
                 if c is not None:
                     cells.append(c)
     return cells
-
-
-def values(cell: dict, measure: str) -> np.ndarray:
-    out = []
-    for mem in cell["members"]:
-        x = read_number(mem.get(measure, math.nan)) if not mem.get("failed") else math.nan
-        out.append(math.nan if x is None else float(x))
-    return np.asarray(out, np.float64)
-
-
-def median_mad(x: np.ndarray) -> tuple[float, float]:
-    x = x[~np.isnan(x)]
-    if x.size == 0:
-        return math.nan, math.nan
-    med = float(np.median(x))
-    fin = x[np.isfinite(x)]
-    mad = float(np.median(np.abs(fin - np.median(fin)))) if fin.size and math.isfinite(med) \
-        else math.nan
-    return med, mad
 
 
 def _fmt(med, mad) -> str:
@@ -110,7 +92,8 @@ def tables(cells: list[dict], s: dict) -> tuple[str, dict, dict]:
                 if c is None:
                     cells_txt.append("(not run)")
                     continue
-                med, mad = median_mad(values(c, meas))
+                summary = median_mad(values(c, meas))
+                med, mad = summary["median"], summary["mad"]
                 if m != "floor" and not math.isnan(med):
                     meds[m] = med
                 cells_txt.append(_fmt(med, mad))

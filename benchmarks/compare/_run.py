@@ -10,7 +10,7 @@ import jax
 import numpy as np
 
 from ._cells import cell_path, load_cell, write_json
-from ._dsr_method import dsr_members
+from ._dsr_method import MODELS as DSR_MODELS, dsr_members
 from ._esn import esn_members
 from ._measures import member_measures, orbit_measures, validation_score, WARMUP, lyapunov
 from ._sindy import sindy_members
@@ -18,16 +18,16 @@ from ._systems import get_system, make_data
 from ._truth import truth_member
 from ._var import var_members
 
-METHODS = ("shPLRNN", "clipped_shPLRNN", "SINDy", "ESN", "VAR1")
+METHODS = ("shPLRNN", "clipped_shPLRNN", "ALRNN", "SINDy", "ESN", "VAR1")
 VARIANTS = {"clean": 0.0, "noisy": 0.05}
 
 
 def _members(method, data, s, system, out, name, variant):
     score = lambda m: validation_score(m, data["val"], s["horizon"])  # noqa: E731
-    if method in ("shPLRNN", "clipped_shPLRNN"):
+    if method in DSR_MODELS:
         ck = os.path.join(out, "ckpt", f"{name}__{variant}__{method}.ckpt")
         os.makedirs(os.path.dirname(ck), exist_ok=True)
-        return dsr_members(data, s["members"], s, method.startswith("clipped"), ck, s["seed"])
+        return dsr_members(data, s["members"], s, method, ck, s["seed"])
     if method == "SINDy":
         return sindy_members(data, s["members"], dict(s, dt=system.dt), score)
     if method == "ESN":

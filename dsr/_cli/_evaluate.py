@@ -20,6 +20,7 @@ from .._serialization import load
 from ._data import (Layout, Standardization, embed_series, load_recordings, model_units,
                     sha256)
 from ._errors import CLIError
+from ._models import check_run_imports
 from ._measures import eval_settings, evaluate_run, free_runs, table
 from ._options import EVAL_OPTIONS, OUTPUT, resolve
 from ._plots import autocorrelation_delay, draw
@@ -91,6 +92,7 @@ def run_evaluate(flags: dict, config_path) -> int:
 
 def _evaluate(run: RunFolder, flags: dict, config_path) -> int:
     cfg = run.read_config()  # again, under the lock
+    check_run_imports(cfg, flags, "evaluate", run.path)
     output = {o.name for o in OUTPUT}  # per command, not inherited from the fit
     base = {k: v for k, v in cfg["options"].items() if k not in output}
     opts, _ = resolve(EVAL_OPTIONS, flags, config_path, base=base)

@@ -28,15 +28,15 @@ from .._training._fit import fit
 from .._training._arguments import FitArguments
 from .._training._setup import make_plan
 from .._serialization import model_spec, save
-from ..models import LSSM
 from ._run import (CONFIG_VERSION, RunFolder, device, now, read_history, run_keys, versions,
                    write_history)
 from ._data import (Layout, Standardization, embed_series, load_recordings, model_units, run_dt,
                     sha256)
 from ._errors import CLIError
 from ._evaluate import draw_reference, evaluate_and_draw
-from ._options import (FIT_OPTIONS, IDENTITY, MODEL_CLASSES, OUTPUT,
-                       TRAINING_SETTINGS, resolve, schedule_object)
+from ._models import check_run_imports, constructor_sizes, model_class
+from ._options import (FIT_OPTIONS, IDENTITY, OUTPUT, TRAINING_SETTINGS, resolve,
+                       schedule_object)
 
 
 @dataclasses.dataclass
@@ -106,16 +106,20 @@ def prepare_data(opts: dict) -> Prepared:
 
 
 def build_model(opts: dict, n_obs: int, n_inputs: int, key):
-    cls = MODEL_CLASSES[opts["model"]]
-    kw = dict(input_dim=n_inputs)
-    if cls is LSSM and opts["rank"] is not None:
-        raise CLIError("--rank: the LSSM has no low-rank option (shPLRNN family only).")
-    if cls is not LSSM:
-        kw["rank"] = opts["rank"]
+    """The run's model by the constructor protocol (`_models.py`): `cls(obs_dim=N,
+    latent_dim=M, key=key, **sizes)`."""
+    cls = model_class(opts["model"], opts["import"])
+    defaults = {o.name: o.default for o in FIT_OPTIONS}
+    kw = constructor_sizes(cls, opts, n_inputs, defaults)
     M = opts["latent_dim"] or n_obs
 
     def make(k):
-        return cls(n_obs, M, opts["hidden_dim"], key=k, **kw)
+        try:
+            return cls(obs_dim=n_obs, latent_dim=M, key=k, **kw)
+        except (TypeError, ValueError) as e:
+            raise CLIError(f"--model {opts['model']}: {cls.__qualname__}(obs_dim={n_obs}, "
+                           f"latent_dim={M}, {', '.join(f'{k}={v}' for k, v in kw.items())}) "
+                           f"fails: {str(e).splitlines()[0]}") from None
 
     return make(key) if opts["runs"] == 1 else ensemble(make, opts["runs"], key=key)
 
@@ -148,10 +152,13 @@ def _describe(opts, data: Prepared, model) -> str:
     hp = spec["hyperparameters"]
     runs = f", {opts['runs']} runs (one ensemble)" if opts["runs"] > 1 else ""
     steps = sum(len(s.x) for s in data.series)
+    letters = {"obs_dim": "N", "latent_dim": "M", "hidden_dim": "L", "relu_units": "P",
+               "input_dim": "K"}
+    sizes = " ".join(f"{letters.get(k, k)}={v}" for k, v in hp.items()
+                     if k != "dtype" and v is not None and not (k == "input_dim" and v == 0))
     return (f"data: {len(data.series)} file(s), {steps} time steps × {len(data.names)} "
             f"variables {data.names}" + ("; standardized" if data.std.enabled else "") +
-            f"\nmodel: {spec['class']} N={hp['obs_dim']} M={hp['latent_dim']} "
-            f"L={hp['hidden_dim']}" + (f" rank={hp['rank']}" if hp.get("rank") else "") + runs)
+            f"\nmodel: {spec['class']} {sizes}" + runs)
 
 
 def _absolute_paths(opts: dict) -> dict:
@@ -247,7 +254,7 @@ def _check_resume_options(run, base, opts, given, mode):
 
 def resume_fit(flags: dict, config_path, argv) -> int:
     run = RunFolder(flags["resume"])
-    run.read_config()  # a run folder (else no lock file is made there)
+    check_run_imports(run.read_config(), flags, "fit --resume", run.path)  # a run folder
     if flags.get("data"):
         raise CLIError("fit --resume: the run's data files are in its config.json; do not "
                        "give DATA.")
@@ -258,6 +265,7 @@ def resume_fit(flags: dict, config_path, argv) -> int:
 def _resume(run: RunFolder, flags: dict, config_path, argv) -> int:
     cfg = run.read_config()  # again, under the lock
     output = {o.name for o in OUTPUT}  # per command, not inherited from the first session
+    output.add("import")  # never taken from the run folder: given again (checked above)
     base = {k: v for k, v in cfg["options"].items() if k not in output}
     opts, given = resolve(FIT_OPTIONS, flags, config_path, base=base)
     mode = flags.get("resume_settings", "check")

@@ -27,7 +27,8 @@ from .._generate import generate
 from .._serialization import load
 from ._data import Layout, Standardization, embed_series, load_recordings, model_units
 from ._errors import CLIError
-from ._options import integer
+from ._models import check_run_imports
+from ._converters import integer
 from ._run import RunFolder
 
 
@@ -120,6 +121,7 @@ def _inputs(run: RunFolder, cfg: dict, model, flags: dict, n: int, n_context: in
 def run_generate(flags: dict) -> int:
     run = RunFolder(flags["run_dir"])
     cfg = run.read_config()
+    check_run_imports(cfg, flags, "generate", run.path)
     n = integer(1)("--steps", flags["steps"])
     out = os.fspath(flags["out"])
     if not out.endswith(".npy"):

@@ -7,7 +7,8 @@ import os
 import sys
 
 from ._errors import REPORTED, report, short_warnings
-from ._options import EVAL_OPTIONS, FIT_OPTIONS, MODELS, RESUME_SETTINGS, Option
+from ._models import MODELS
+from ._options import EVAL_OPTIONS, FIT_OPTIONS, RESUME_SETTINGS, Option
 
 DESCRIPTION = """\
 Dynamical-systems reconstruction from your own recordings (T × N time series).
@@ -36,7 +37,7 @@ GROUPS = {"data": "data", "model": "model", "training": "training",
 
 def _default_text(o: Option) -> str:
     if o.name == "model":
-        return f" (default: {o.default}; one of {', '.join(MODELS)})"
+        return f" (default: {o.default}; one of {', '.join(MODELS)} or MODULE:CLASS)"
     return "" if o.default is None else f" (default: {o.default})"
 
 
@@ -61,7 +62,14 @@ def _run_dir_command(sub, name: str, summary: str, description: str):
     p = sub.add_parser(name, help=summary, description=description,
                        argument_default=argparse.SUPPRESS)
     p.add_argument("run_dir", metavar="RUN_DIR")
+    p.add_argument("--import", dest="import", metavar="MODULE", type=_modules,
+                   help="modules to import (comma-separated): the run's own --import, needed "
+                   "for a run of a model class defined outside dsr")
     return p
+
+
+def _modules(text: str) -> list[str]:
+    return [m.strip() for m in text.split(",") if m.strip()]
 
 
 def build_parser() -> argparse.ArgumentParser:

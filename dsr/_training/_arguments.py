@@ -50,6 +50,7 @@ class FitArguments:
     keep: str = "last"
     schedule: AbstractSchedule | None = None
     noise: float = 0.0
+    check_model: bool = True
 
     def replace(self, **changes) -> FitArguments:
         return dataclasses.replace(self, **changes)

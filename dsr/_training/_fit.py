@@ -147,7 +147,9 @@ def _result(trainer: Trainer, interrupted: bool) -> FitResult:
                       "(non-finite loss or gradient).", stacklevel=3)
     raised = int(np.sum(hist["alpha_raised"])) if hist["alpha_raised"].size else 0
     if raised:
-        warnings.warn(f"alpha was raised by 0.05 {raised} time(s) after {p.settings['max_failures']} "
+        step = float(p.cfg.alpha.failure_step)
+        warnings.warn(f"alpha was raised by {step:g} {raised} time(s) after "
+                      f"{p.settings['max_failures']} "
                       "consecutive batches whose parallel solve failed (history['alpha_raised']); "
                       f"final alpha {np.round(alpha.astype(float), 3).tolist()}.", stacklevel=3)
     one = (lambda a: a) if p.is_ensemble else (lambda a: a[0])  # noqa: E731
@@ -195,6 +197,7 @@ def fit(
     keep: str = "last",
     schedule: AbstractSchedule | None = None,
     noise: float = 0.0,
+    check_model: bool = True,
 ) -> FitResult:
     """Train a model (or every member of an `Ensemble`) on random windows of `seq_len + 1`
     observations: generalized teacher forcing for the shPLRNN family (solved by GTF-DEER or
@@ -256,6 +259,9 @@ def fit(
     - `keep`: `"last"` (the parameters after the last update) or `"best"` (each member's
       parameters at its lowest validation D_stsp; kept in the checkpoint, so resume keeps
       them; needs `validation`).
+    - `check_model`: for a model class defined outside dsr, compare its analytic Jacobians
+      with autodiff once, before compiling ([`dsr.check_model`][]; a `ValueError` naming the
+      method that disagrees); `False` skips the check.
 
     An update whose loss or gradient is non-finite is never applied; a member with
     `10 × max_failures` such updates in a row is frozen (`FitResult.stopped`).
@@ -278,7 +284,7 @@ def fit(
         resume_settings=resume_settings, callback=callback, eval_every=eval_every,
         alpha_every=alpha_every, alpha_gamma=alpha_gamma, max_failures=max_failures,
         devices=devices, monitor_every=monitor_every, validation=validation, keep=keep,
-        schedule=schedule, noise=noise)
+        schedule=schedule, noise=noise, check_model=check_model)
     plan = make_plan(model, data, alpha, args)
     ckpt = plan.options.checkpoint
     with _lock.exclusive(identity(ckpt) if ckpt is not None else None,

@@ -15,6 +15,7 @@ import numpy as np
 import optax
 
 from .._alpha import AbstractAlpha, as_alpha
+from .._check_model import check_model as check_jacobians
 from ._checkpoint import (check_compatible, differences, history_path, identity, read_header,
                           stored_arguments, structure)
 from .._checks import (ArgumentTypeError, check_bool, check_choice, check_int, check_key,
@@ -256,6 +257,9 @@ class Call:
 def _validate(model, data, alpha, kw: FitArguments) -> Call:
     """Validate every argument of `fit`; cheap (NumPy and argument checks only)."""
     one = _check_model(model)
+    user_class = type(one).__module__.split(".")[0] != "dsr"
+    if check_bool("check_model", kw.check_model) and user_class:
+        check_jacobians(model)  # a user's analytic Jacobians, once, before compiling
     n = _check_counts(kw)
     lr = check_real("learning_rate", kw.learning_rate, 0.0, lo_open=True)
     key = check_key("key", jax.random.key(0) if kw.key is None else kw.key)
@@ -352,7 +356,7 @@ def make_plan(model, data, alpha, kw: FitArguments) -> Plan:
     placement = Placement(K, resolve_devices(kw.devices))
     cfg = StepConfig(call.solver, call.regularization, call.optimizer, call.strategy,
                      n.batch_size, n.warmup, n.max_failures,
-                     isinstance(call.one, AbstractGTFModel), n.noise)
+                     isinstance(call.one, AbstractGTFModel), n.noise, steps=n.steps)
     keys = jax.random.split(call.key, K) if is_ens else call.key[None]
     windows = Windows.from_series(call.series, call.inputs, n.seq_len + 1)
     options = RunOptions(checkpoint=kw.checkpoint, checkpoint_every=n.checkpoint_every,

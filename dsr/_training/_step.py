@@ -76,6 +76,7 @@ class StepConfig(eqx.Module):
     max_failures: int = eqx.field(static=True)
     gtf: bool = eqx.field(static=True)
     noise: float = eqx.field(static=True, default=0.0)  # teacher-signal noise (data units)
+    steps: int = eqx.field(static=True, default=0)  # the fit's total updates (for α strategies)
 
 
 class TrainState(eqx.Module):
@@ -169,7 +170,8 @@ def propose(state: TrainState, keys: PRNGKeyArray, windows: Windows, cfg: StepCo
     alpha = state.alpha
     due = cfg.alpha.is_due(state.step)  # a Python False for schedules that never change
     if cfg.gtf and due is not False:
-        new = lambda: eqx.filter_vmap(cfg.alpha.updated)(alpha, state.model, x)  # noqa: E731
+        one = lambda a, m, xb: cfg.alpha.updated(a, m, xb, state.step, cfg.steps)  # noqa: E731
+        new = lambda: eqx.filter_vmap(one)(alpha, state.model, x)  # noqa: E731
         alpha = jax.lax.cond(due, new, lambda: alpha)
     teacher = _teacher(keys, state.step, x, cfg.noise)
     m, o, loss, mse, fin, conv, it = _vupdate(state, x, s, alpha, cfg, cfg.solver, teacher)

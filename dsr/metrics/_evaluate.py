@@ -232,6 +232,20 @@ def evaluate(
     `jax.random.split(key, K)[i]`, so it matches `evaluate(ens[i], ..., key=that key)`.
     """
     enable_compilation_cache()
+    with warnings.catch_warnings(record=True) as caught:  # re-issued at the caller's line
+        warnings.simplefilter("always")
+        out = _evaluate(model, dataset, key=key, warmup=warmup, n_rmse=n_rmse,
+                        n_windows=n_windows, n_samples=n_samples, embedding=embedding,
+                        gen_factor=gen_factor, smoothing=smoothing,
+                        lyapunov_steps=lyapunov_steps, progress=progress,
+                        return_orbits=return_orbits)
+    for w in caught:
+        warnings.warn(w.message, stacklevel=2)
+    return out
+
+
+def _evaluate(model, dataset, *, key, warmup, n_rmse, n_windows, n_samples, embedding,
+              gen_factor, smoothing, lyapunov_steps, progress, return_orbits) -> dict:
     x, s = evaluation_settings(
         model, dataset, warmup=warmup, n_rmse=n_rmse, n_windows=n_windows, n_samples=n_samples,
         embedding=embedding, gen_factor=gen_factor, smoothing=smoothing,

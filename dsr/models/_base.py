@@ -2,7 +2,7 @@
 
 - `AbstractGTFModel`: a linear observation `x̂_t = B z_t`; trained by generalized teacher
   forcing, whose forced latent trajectory the solvers (GTF-DEER, sequential) compute from
-  `step` and its analytic `jacobian` / `jacobian_diagonal` (shPLRNN, clipped shPLRNN).
+  `step` and its analytic `jacobian` (shPLRNN, clipped shPLRNN, AL-RNN).
 - `AbstractTeacherForcedModel`: the data drive the latents directly (the LSSM's `U x_{t-1}`,
   the baselines' token recurrences), so the whole teacher-forced prediction is one parallel
   pass, `predict_teacher_forced`; `warm_start` reads a context.
@@ -82,37 +82,41 @@ class AbstractGTFModel(AbstractModel):
     """A model with a linear observation `x̂_t = B z_t`, trained by generalized teacher
     forcing (Hess et al. 2026, Eq. 8): the forcing uses the teacher signals `z̄_t = B⁺ x_t`.
 
-    Subclasses provide the step, its analytic Jacobian, the Jacobian's diagonal (used by
-    quasi-DEER) and the products with GTF's projection (`jacobian_product`,
-    `jacobian_product_diagonal`; `super()` gives the dense forms); never `jax.jacfwd` on the
-    hot path.
+    The contract is three things: `step`, its analytic `jacobian` and the read-out matrix
+    `B`. The Jacobian's diagonal (quasi-DEER) and its products with GTF's forcing projection
+    are concrete defaults that form the dense Jacobian; a model with a factored Jacobian
+    overrides them for speed (the shPLRNN does). Never `jax.jacfwd` on the hot path;
+    [`dsr.check_model`][] compares every one of these methods with `jax.jacfwd` of `step`.
     """
 
     B: eqx.AbstractVar[Float[Array, "N M"]]
 
-    @abc.abstractmethod
     def jacobian_diagonal(self, z: Float[Array, " M"], s: Float[Array, " K"] | None = None) -> Float[Array, " M"]:
-        """The diagonal of `jacobian(z, s)`, computed without forming the matrix."""
+        """The diagonal of `jacobian(z, s)` (default: forms the Jacobian; override it with a
+        form that does not)."""
+        return jnp.diagonal(self.jacobian(z, s))
 
-    @abc.abstractmethod
     def jacobian_product(self, z: Float[Array, " M"], P: Float[Array, "M M"],
                          s: Float[Array, " K"] | None = None) -> Float[Array, "M M"]:
         """`jacobian(z, s) @ P` for a matrix `P` that is constant over time (GTF's forcing
-        projection `P_α`, Hess et al. (2026) Eq. 9). A factored Jacobian folds `P` into its
-        factors once instead of one M×M×M product per step; a model without one forms the
-        Jacobian: `return super().jacobian_product(z, P, s)` (this method's body)."""
+        projection `P_α`, Hess et al. (2026) Eq. 9). The default forms the Jacobian; a
+        factored Jacobian folds `P` into its factors once instead of one M×M×M product per
+        step."""
         return self.jacobian(z, s) @ P
 
-    @abc.abstractmethod
     def jacobian_product_diagonal(self, z: Float[Array, " M"], P: Float[Array, "M M"],
                                   s: Float[Array, " K"] | None = None) -> Float[Array, " M"]:
-        """`diag(jacobian(z, s) @ P)` (quasi-DEER under GTF), ideally without forming the
-        full Jacobian; a model without a cheaper form returns
-        `super().jacobian_product_diagonal(z, P, s)` (this method's body, which forms it)."""
+        """`diag(jacobian(z, s) @ P)` (quasi-DEER under GTF); the default forms the
+        Jacobian."""
         return jnp.sum(self.jacobian(z, s) * P.T, axis=-1)
 
     def observe(self, z):
         return self.B @ z
+
+
+#: The methods of `AbstractGTFModel` that are concrete defaults a subclass may override (the
+#: exception to the abstract-or-final rule, which `tests/test_extension.py` checks).
+OVERRIDABLE = ("jacobian_diagonal", "jacobian_product", "jacobian_product_diagonal")
 
 
 class AbstractMARModel(AbstractModel):

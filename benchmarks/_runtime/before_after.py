@@ -1,6 +1,6 @@
 """`python -m benchmarks.runtime --compare-before`: the solver before and after, one process.
 
-*Before* is the frozen copy in `benchmarks/_before.py` (dsr as of commit 060a8c8), *after*
+*Before* is the frozen copy in `benchmarks/_reference/deer.py` (dsr as of commit 060a8c8), *after*
 is the installed `dsr`. For every latent size M, one shPLRNN trained by `dsr.fit`, one window
 of T steps, and the cases of each group below timed interleaved (median):
 
@@ -28,8 +28,8 @@ import numpy as np
 import dsr
 from dsr._solvers._associative import associative_forward, associative_reverse
 
-from . import _before as B
-from . import _common as C
+from .. import _common as C
+from .._reference import deer as B
 
 ALPHA = 0.15
 
@@ -175,7 +175,7 @@ def compare(*, M=(4, 16), T=32768, groups=GROUPS, repeats=7, budget_s=60.0, hidd
     payload = dict(benchmark="runtime_compare", environment=C.environment(),
                    settings=dict(M=list(M), T=T, groups=list(groups), repeats=repeats,
                                  alpha=ALPHA, hidden_dim=hidden_dim, budget_s=budget_s,
-                                 before="benchmarks/_before.py (dsr commit 060a8c8)",
+                                 before="benchmarks/_reference/deer.py (dsr commit 060a8c8)",
                                  training={str(k): v for k, v in training.items()}),
                    records=records)  # fmt: skip
     if out is not None:
