@@ -283,8 +283,8 @@ def _code_spans_outside_blocks(text: str) -> list[tuple[int, str]]:
             for m in re.finditer(_SPAN, text, re.S)]
 
 
-# Being rewritten on another branch; to be converted there (then drop them from this set).
-_MATH_LATER = {"docs/performance.md", "docs/compare.md"}
+# Pages still to convert (none left).
+_MATH_LATER: set[str] = set()
 
 
 def test_equations_are_math_not_code():
