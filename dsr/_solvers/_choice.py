@@ -14,11 +14,13 @@ import jax
 SOLVER_TABLE: dict[str, dict] = {
     # `python -m benchmarks.solver_choice` (the training update of a hand-written loop, RAdam,
     # B = 16, L = 64, N = 3), K = 1, 4, 16 × T = 64, 200, 1000 × M = 3, 8, 16: the sequential
-    # solver was faster in every cell (tables on the Performance page). A CPU has no idle
-    # parallel units to repay DEER's Newton iterations (each one a full pass plus an M × M
-    # Jacobian per step), and an ensemble's members already fill the cores.
+    # solver was faster in 26 of 27 cells, by 1.16–19× (the 27th, K = 4, T = 64, M = 3,
+    # DEER by 1.15×, within the machine's noise; docs/performance/solver_choice.json). A CPU
+    # has no idle parallel units to repay DEER's Newton iterations (each one a full pass plus
+    # an M × M Jacobian per step), and a batch of windows vectorizes the sequential loop.
     "cpu": {"rules": ((None, None, None, "sequential"),),
-            "source": "benchmarks.solver_choice, 27 cells, on a 2-vCPU AMD EPYC VM"},
+            "source": "benchmarks.solver_choice (K ≤ 16, T ≤ 1000, M ≤ 16, batch 16) on a "
+                      "2-vCPU AMD EPYC VM: docs/performance/solver_choice.json"},
 }
 
 # Accelerators (not measured yet: no GPU was available when the table was made): DEER's

@@ -19,8 +19,8 @@ def resolve_solver(solver: AbstractSolver | str, latent_dim: int = 0,
     `"auto"`: the faster one for this backend, latent size, window length and ensemble size,
     from a measured table (`dsr/_solvers/_choice.py`; the measurements are on the
     documentation's Performance page, `python -m benchmarks.solver_choice`): on CPU the
-    sequential solver, which was faster at every measured shape (K ≤ 16, T ≤ 1,000,
-    M ≤ 16); on accelerators GTF-DEER (full Jacobian), whose O(log T)-depth Newton steps are
+    sequential solver, which was faster at 26 of 27 measured shapes (K ≤ 16, T ≤ 1,000,
+    M ≤ 16; the 27th within noise); on accelerators GTF-DEER (full Jacobian), whose O(log T)-depth Newton steps are
     the point of the method (not measured yet).
 
     **Arguments:**
