@@ -42,7 +42,7 @@ bench: $(STAMP)
 # The documentation site (mkdocs-material + mkdocstrings), built into site/; --strict turns a
 # broken link or an unresolved reference into an error.
 $(DOCS_STAMP): $(STAMP)
-	$(BIN)/python -c "import mkdocs, material, mkdocstrings_handlers.python" 2>/dev/null \
+	$(BIN)/python -c "import mkdocs, material, mkdocstrings_handlers.python, latex2mathml, pymdownx" 2>/dev/null \
 	    || $(BIN)/python -m pip install -q -e ".[docs]"
 	touch $(DOCS_STAMP)
 
