@@ -125,6 +125,7 @@ def test_members_equal_their_setting_trained_alone_sizes_lr_alpha_noise():
     assert_members_equal(res, sw, {}, members=(0, 37, 63))
 
 
+@pytest.mark.slow  # ≈ 25 s; the fast suite keeps the sizes / lr / α / noise case
 def test_members_equal_alone_with_adaptive_alpha_and_swept_lambda():
     reg = dsr.Regularization(1, lambda_mar=0.5, lambda_l1=0.0, lambda_l2=1e-3)
     grid = dsr.Grid(alpha=(0.5, 1.0), lambda_mar=(0.0, 2.0))
@@ -225,6 +226,7 @@ SHARDED = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow  # a subprocess with 4 host devices, ≈ 1 min
 def test_sharded_sweep_equals_unsharded_on_four_cpu_devices():
     """Per-member settings and masks are placed with their members (member-sharded)."""
     env = dict(os.environ, JAX_PLATFORMS="cpu")
