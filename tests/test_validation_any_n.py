@@ -157,15 +157,19 @@ def test_free_run_check_runs_from_validation_for_its_length():
 
 @pytest.mark.slow
 def test_64_channel_ensemble_selects_members_that_stay_in_range():
+    """A 3-d chaotic system mixed into 64 noisy channels: the members kept by the validation
+    score stay in the data's range over a free run 10× the validation length (measured: 4 of
+    4 here, 3 of 4 with data seeds 1 and 2, ~2 min on 2 CPU cores)."""
     t0 = time.perf_counter()
     x = mixed(lorenz(12_500), 64, 0.3, 0)
     x = ((x - x.mean(0)) / x.std(0)).astype(np.float32)
     ens = dsr.ensemble(lambda k: dsr.ClippedShPLRNN(64, 16, 128, key=k), 4,
-                       key=jax.random.key(0))
+                       key=jax.random.key(1))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = dsr.fit(ens, x, 0.2, steps=4000, seq_len=200, batch_size=16, validation=0.2,
-                      keep="best", progress=False, key=jax.random.key(1))
+        res = dsr.fit(ens, x, 0.2, steps=4000, seq_len=200, batch_size=16, learning_rate=3e-3,
+                      noise=0.1, validation=0.2, keep="best", progress=False,
+                      key=jax.random.key(2))
     assert res.settings["validation"]["space"] == "pca3"
     x_val = x[-2500:]
     tc = res.settings["validation"]["context"]

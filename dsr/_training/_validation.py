@@ -15,7 +15,7 @@ channel) and by the status (every channel's extent and variance).
 
 **The score** that `keep="best"` minimizes ranks by status first: D_stsp for an "ok" run,
 `STATUS_PENALTY + D_stsp` for an "off" or "collapsed" one (so it ranks after every "ok" run:
-a finite binning D_stsp is below ln((T + αK)/α) < 40), `inf` for a "diverged" one (never
+a finite binning D_stsp is below ln((T + αK)/α) < 40 for T < 10^12), `inf` for a "diverged" one (never
 kept).
 """
 
@@ -39,12 +39,6 @@ KEEP = ("last", "best")
 #: Bins per axis of the validation D_stsp (the GTF authors' histogram estimator): 30, fewer
 #: where the data have fewer than 30^N points (`n_bins`).
 N_BINS = 30
-
-
-def n_bins(n_points: int, n_dims: int) -> int:
-    """`min(30, max(4, ⌊n_points^(1/N)⌋))`: about one point per cell or more, so that the
-    Laplace smoothing of the empty cells does not swamp the histogram in high dimension."""
-    return int(min(N_BINS, max(4, np.floor(n_points ** (1.0 / n_dims) + 1e-9))))
 #: Above `PCA_DIMS` dimensions the D_stsp is computed on that many principal components.
 PCA_DIMS = 3
 #: Added to the D_stsp of an "off" or "collapsed" free run: above any finite binning D_stsp,
@@ -52,6 +46,14 @@ PCA_DIMS = 3
 STATUS_PENALTY = 1000.0
 #: The history's number for a free run's status (`val_status`); -1 where a record has none.
 STATUS_CODES = {"ok": 0, "off": 1, "collapsed": 2, "diverged": 3}
+
+
+def n_bins(n_points: int, n_dims: int) -> int:
+    """`min(30, max(4, ⌊n_points^(1/N)⌋))`: about one point per cell or more, so that the
+    Laplace smoothing of the empty cells does not swamp the histogram in high dimension."""
+    return int(min(N_BINS, max(4, np.floor(n_points ** (1.0 / n_dims) + 1e-9))))
+
+
 #: Frequency smoothing of the validation D_H.
 SMOOTHING = 20.0
 #: The free run starts after a context of this fraction of the validation data (at most
@@ -156,7 +158,8 @@ def rank_score(d_stsp, status) -> np.ndarray:
     D_stsp if ok, `STATUS_PENALTY + D_stsp` if off or collapsed, inf if diverged (D_stsp
     where the status is unknown, -1: records written before statuses were)."""
     d, code = np.asarray(d_stsp, np.float64), np.asarray(status)
-    penalty = np.where((code == 1) | (code == 2), STATUS_PENALTY, 0.0)
+    off = (code == STATUS_CODES["off"]) | (code == STATUS_CODES["collapsed"])
+    penalty = np.where(off, STATUS_PENALTY, 0.0)
     return np.where(code == STATUS_CODES["diverged"], np.inf, d + penalty)
 
 
