@@ -92,7 +92,7 @@ def test_keep_best_returns_the_best_validation_step():
     assert list(v["step"]) == [5, 10, 15, 20, 25, 30, 35, 40]
     assert v["D_stsp"].shape == v["D_H"].shape == (8,) and res.settings["validation"]["keep"]
     best = int(v["best_step"])
-    assert 0 < best < 25 and v["best_score"] == np.min(v["D_stsp"])
+    assert 0 < best < 25 and v["best_score"] == np.min(v["score"])
     assert np.all(~np.isfinite(v["D_stsp"][v["step"] > 25]))  # the spike wrecked it
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -121,7 +121,7 @@ def test_validation_and_best_survive_checkpoint_resume(tmp_path):
                       resume=tmp_path / "b.ckpt", **kw)
     for a, b in zip(_leaves(full.model), _leaves(res.model)):
         np.testing.assert_array_equal(a, b)
-    for k in ("step", "D_stsp", "D_H", "best_step", "best_score"):
+    for k in ("step", "D_stsp", "D_H", "status", "score", "best_step", "best_score"):
         np.testing.assert_array_equal(full.validation[k], res.validation[k])
     assert full.validation["D_stsp"].shape == (2, 8)
 

@@ -24,7 +24,9 @@ def _validation_record(v) -> dict | None:
         return None
     rows = lambda a: np.atleast_2d(a).tolist()  # noqa: E731
     return {"step": np.asarray(v["step"]).tolist(), "D_stsp": rows(v["D_stsp"]),
-            "D_H": rows(v["D_H"]), "best_step": np.atleast_1d(v["best_step"]).tolist(),
+            "D_H": rows(v["D_H"]), "status": rows(v["status"]) if "status" in v else None,
+            "score": rows(v["score"]) if "score" in v else None,
+            "best_step": np.atleast_1d(v["best_step"]).tolist(),
             "best_score": np.atleast_1d(v["best_score"]).tolist(), "keep": v["keep"],
             "seconds": v["seconds"]}
 
@@ -41,7 +43,8 @@ def print_fit(run, rec: dict, done_before: int) -> None:
     val = rec.get("validation")
     if val:
         best = ", ".join(f"{s:.4g} at {b}" for s, b in zip(val["best_score"], val["best_step"]))
-        print(f"validation: best D_stsp (binning) {best} (keep {val['keep']}; "
+        print(f"validation: best score {best} (keep {val['keep']}; D_stsp, +1000 if off "
+              "or collapsed; "
               f"{val['seconds']:.1f} s)")
     sw = rec.get("sweep")
     if sw:

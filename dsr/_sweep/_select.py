@@ -90,8 +90,8 @@ def select(sweep: Sweep, validation: dict, trained: Ensemble) -> tuple[SweepResu
         j = _kept_index(steps, at) if steps.size else None
         score = float(validation["best_score"][i]) if keep_best else (
             float(score_hist[i, j]) if j is not None else float("inf"))
-        status = ("" if j is None or status_hist is None
-                  else STATUS_NAMES[int(np.asarray(status_hist)[i, j])])
+        code = -1 if j is None or status_hist is None else int(np.asarray(status_hist)[i, j])
+        status = STATUS_NAMES[code] if 0 <= code < len(STATUS_NAMES) else ""
         g, seed = divmod(i, sweep.runs)
         rows.append(dict(member=i, setting=g, seed=seed, **sweep.setting(i), score=score,
                          D_stsp=float("nan") if j is None else float(validation["D_stsp"][i, j]),

@@ -54,10 +54,14 @@ class FitResult:
       member); `free_run`: the last free-run check (`status` "ok", "diverged" or
       "collapsed" or "off", `step`, `size`, `reason`, `after_updates`), a dict or one per
       member.
-    - `validation` (with `validation=`): `step` (E,), the binning `D_stsp` and `D_H` of each
-      validation free run (`(E,)`, or `(K, E)` for an ensemble), `best_step` and
-      `best_score` (each member's best validation step and D_stsp; -1 and inf before any
-      finite score), `keep`, and `seconds` (time spent validating in this call).
+    - `validation` (with `validation=`): `step` (E,), and of each validation free run
+      (`(E,)`, or `(K, E)` for an ensemble) the binning `D_stsp` (on the data for N ≤ 3, on
+      their 3 leading principal components for N > 3), `D_H`, `status` (0 ok, 1 off,
+      2 collapsed, 3 diverged; -1 in records of older versions) and `score` (what
+      `keep="best"` minimizes: D_stsp if ok, 1000 + D_stsp if off or collapsed, inf if
+      diverged); `best_step` and `best_score` (each member's best validation step and
+      score; -1 and inf before any finite score), `keep`, and `seconds` (time spent
+      validating in this call).
     - `sweep` (when `model` was a [`dsr.Sweep`][]): a [`dsr.SweepResult`][] — every member's
       setting and validation score, the median per setting, the selected setting and every
       trained member. `model` is then the selected setting's members (an `Ensemble`, at
@@ -267,17 +271,26 @@ def fit(
     - `devices`: None (default device), `"all"` or a list: shard an ensemble's members
       over the devices (also across hosts after `jax.distributed.initialize()`).
     - `monitor_every`: every so many updates (default: a quarter of `steps`; 0: never) run
-      the model freely from a data context and warn if the orbit diverges, collapses or is
-      off the data's range (`dsr.orbit_status`).
+      the model freely from a data context (with `validation`: from the validation context,
+      for at least the validation data's length) and warn if the orbit diverges, collapses
+      or is off the data's range (`dsr.orbit_status`).
     - `validation`: free-run validation on held-out data — a (T, N) array, a
       `data_gen.Dataset` (its `test`), or a fraction in (0, 1) of the training data taken
       from the end of its last series. Every `eval_every` updates (default: `steps // 20`)
       each member runs freely from a context of the first tenth of it (at most `seq_len`
-      steps) for its full length; the binning D_stsp (`min(30, ⌊T^(1/N)⌋)`, at least 4, bins per axis) and D_H of that run
-      go into `history["eval"]` and `FitResult.validation`. A diverged orbit scores inf.
+      steps) for its full length; the binning D_stsp of that run, D_H (per channel,
+      averaged) and its `dsr.orbit_status` go into `history["eval"]` and
+      `FitResult.validation`. For N ≤ 3 the D_stsp bins the data's space
+      (`min(30, ⌊T^(1/N)⌋)`, at least 4, bins per axis); for N > 3 it bins the validation
+      data's 3 leading principal components (the same projection for the run;
+      `min(30, ⌊T^(1/3)⌋)` bins per axis; `settings["validation"]["space"] = "pca3"`).
+      The free-run check (`monitor_every`) then starts from the validation context and runs
+      at least as long as the validation data.
     - `keep`: `"last"` (the parameters after the last update) or `"best"` (each member's
-      parameters at its lowest validation D_stsp; kept in the checkpoint, so resume keeps
-      them; needs `validation`).
+      parameters at its lowest validation score: status first — D_stsp for an "ok" run,
+      1000 + D_stsp for an "off" or "collapsed" one, so it ranks after every "ok" one, and
+      a diverged one is never kept; kept in the checkpoint, so resume keeps them; needs
+      `validation`).
     - `check_model`: for a model class defined outside dsr, compare its analytic Jacobians
       with autodiff once, before compiling ([`dsr.check_model`][]; a `ValueError` naming the
       method that disagrees); `False` skips the check.

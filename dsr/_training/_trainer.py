@@ -24,7 +24,8 @@ from ._history import History
 from .._lock import clean_stale_temporaries
 from .._sharding import is_writer, process_count, to_host
 from ._step import CHUNK, RECORD_DTYPES, StepRecord, TrainState, run_chunk
-from ._validation import eval_keys, initial_best, kept_model, member_scores, update_best
+from ._validation import (eval_keys, eval_values, initial_best, kept_model, member_scores,
+                          update_best)
 
 #: The history's fields and their dtypes: each update's `StepRecord`, then its wall time.
 HISTORY_DTYPES = {**RECORD_DTYPES, "wall_time": np.float64}
@@ -216,38 +217,44 @@ class Trainer:
 
     def validate(self, done: int) -> None:
         """Free-run every member from the validation context for the validation data's
-        length; record binning D_stsp and D_H, and update each member's best."""
+        length; record binning D_stsp, D_H and status, and update each member's best (by
+        `member_scores`' `score`: status first, then D_stsp)."""
         p, val = self.plan, self.plan.validation
         t0 = time.perf_counter()
         model = from_stack(self.state.model, p.placement.n_padded, True)
         gen = to_host(generate(model, val.n_steps, context=jnp.asarray(val.context),
                                check=False))[:p.n_members]
         sc = member_scores(val, gen)
-        score = np.where([s == "diverged" for s in sc["status"]], np.inf, sc["D_stsp"])
-        values = {}
-        for i in range(p.n_members):
-            k_stsp, k_h = eval_keys(i if p.is_ensemble else None)
-            values[k_stsp], values[k_h] = sc["D_stsp"][i], sc["D_H"][i]
-        self.history.add_eval(done, values)
-        self.best = update_best(self.best, to_host(self.state.model), score, done)
+        self.history.add_eval(done, eval_values(sc, p.n_members, p.is_ensemble))
+        self.best = update_best(self.best, to_host(self.state.model), sc["score"], done)
         self.validation_time += time.perf_counter() - t0
+
+    def _monitor_run(self) -> tuple[np.ndarray, int, str, list]:
+        """`(context, steps, where, reference series)` of the free-run check: with validation
+        data, from their context for at least their length (against training and validation
+        data); without, from the training data's start for `min(max(4 T, 1000), 10000)`."""
+        p, val = self.plan, self.plan.validation
+        n = int(min(max(4 * p.windows.length, 1000), 10_000))
+        if val is not None:
+            return val.context, max(n, val.n_steps), "validation", p.series + [val.x]
+        x = p.series[0]
+        return x[:min(len(x) // 2, p.windows.length)], n, "training", p.series
 
     def monitor(self, done: int) -> None:
         """Run every member freely for a while from a data context and flag orbits that
-        diverge, collapse or are off the training data's range."""
+        diverge, collapse or are off the data's range."""
         p = self.plan
-        x = p.series[0]
-        ctx = x[:min(len(x) // 2, p.windows.length)]
-        n = int(min(max(4 * p.windows.length, 1000), 10_000))
         if p.stacked.input_dim:  # free runs need inputs beyond the data: not checked
             return
+        ctx, n, where, series = self._monitor_run()
         gen = to_host(generate(from_stack(self.state.model, p.placement.n_padded, True), n,
                                context=jnp.asarray(ctx), check=False))
-        ref = data_range(np.concatenate(p.series))
+        ref = data_range(np.concatenate([np.asarray(s, np.float64) for s in series]))
         for i in range(p.n_members):
             st = orbit_status(gen[i], **ref)
             if st.status != "ok" and self.free_run[i].get("status") != st.status:
                 who = f"member {i}" if p.is_ensemble else "the model"
                 warnings.warn(f"after {done} updates, a free run of {who} {st.describe()} "
-                              f"(context {len(ctx)} steps, run {n} steps).", stacklevel=5)
+                              f"(context {len(ctx)} steps of the {where} data, run {n} "
+                              "steps).", stacklevel=5)
             self.free_run[i] = dict(st.as_dict(), after_updates=done)

@@ -1,12 +1,22 @@
 """Free-run validation during `fit`: every `eval_every` updates each member runs freely from a
 context of held-out data for the data's length, the literature's measures against the data
-(binning D_stsp with `n_bins` per axis, Hess et al. (2023), arXiv:2306.04406; D_H, the power-spectrum Hellinger
-distance) go into the history, and with `keep="best"` each member's parameters at its best
-validation score are kept (in the result and in the checkpoint, so resume keeps them).
+(binning D_stsp, Hess et al. (2023), arXiv:2306.04406; D_H, the power-spectrum Hellinger
+distance, per channel and averaged) and the run's `dsr.orbit_status` go into the history, and
+with `keep="best"` each member's parameters at its best validation score are kept (in the
+result and in the checkpoint, so resume keeps them).
 
-The score is the binning D_stsp (lower is better); a diverged orbit (`dsr.orbit_status`)
-scores `inf`, so it is never kept as the best (one that collapses or is off the data's range
-scores badly by itself).
+**Where D_stsp is computed.** For N ≤ 3 on the data themselves, `n_bins(T, N)` bins per axis.
+For N > 3 a histogram of `n_bins^N` cells holds about one point per occupied cell and says
+nothing (on a 64-channel EEG every score was 4e-30), so the D_stsp is computed on the leading
+`PCA_DIMS = 3` principal components of the validation data (fitted on them, centered on their
+mean; the free run gets the same projection) with `n_bins(T, 3)` bins per axis, and the
+settings record `space: "pca3"`. What the projection leaves out is still seen by D_H (every
+channel) and by the status (every channel's extent and variance).
+
+**The score** that `keep="best"` minimizes ranks by status first: D_stsp for an "ok" run,
+`STATUS_PENALTY + D_stsp` for an "off" or "collapsed" one (so it ranks after every "ok" run:
+a finite binning D_stsp is below ln((T + αK)/α) < 40 for T < 10^12), `inf` for a "diverged" one (never
+kept).
 """
 
 from __future__ import annotations
@@ -23,17 +33,27 @@ import numpy as np
 from .._checks import ArgumentTypeError, check_choice
 from .._orbit_status import data_range, orbit_status
 from .._sharding import to_host
+from ..metrics._spectrum import min_length
 
 KEEP = ("last", "best")
 #: Bins per axis of the validation D_stsp (the GTF authors' histogram estimator): 30, fewer
 #: where the data have fewer than 30^N points (`n_bins`).
 N_BINS = 30
+#: Above `PCA_DIMS` dimensions the D_stsp is computed on that many principal components.
+PCA_DIMS = 3
+#: Added to the D_stsp of an "off" or "collapsed" free run: above any finite binning D_stsp,
+#: so such a run ranks after every "ok" one.
+STATUS_PENALTY = 1000.0
+#: The history's number for a free run's status (`val_status`); -1 where a record has none.
+STATUS_CODES = {"ok": 0, "off": 1, "collapsed": 2, "diverged": 3}
 
 
 def n_bins(n_points: int, n_dims: int) -> int:
     """`min(30, max(4, ⌊n_points^(1/N)⌋))`: about one point per cell or more, so that the
     Laplace smoothing of the empty cells does not swamp the histogram in high dimension."""
     return int(min(N_BINS, max(4, np.floor(n_points ** (1.0 / n_dims) + 1e-9))))
+
+
 #: Frequency smoothing of the validation D_H.
 SMOOTHING = 20.0
 #: The free run starts after a context of this fraction of the validation data (at most
@@ -52,10 +72,25 @@ class Validation:
     keep: str
     every: int
     settings: dict  # what goes into `fit`'s settings
+    mean: np.ndarray | None = None  # N > PCA_DIMS: the data's mean (N,) ...
+    basis: np.ndarray | None = None  # ... and leading principal axes (N, PCA_DIMS)
 
     @property
     def n_steps(self) -> int:
         return len(self.x)
+
+    def space(self, x: np.ndarray) -> np.ndarray:
+        """`x` (T, N) in the space of the D_stsp: itself, or its principal components."""
+        return x if self.basis is None else (x - self.mean) @ self.basis
+
+
+def principal_axes(x: np.ndarray, k: int = PCA_DIMS) -> tuple[np.ndarray, np.ndarray]:
+    """`(mean, basis)`: the mean (N,) of `x` (T, N) and its `k` leading principal axes
+    (N, k), the eigenvectors of the covariance with the largest eigenvalues."""
+    mean = x.mean(axis=0)
+    c = x - mean
+    _, vecs = np.linalg.eigh(c.T @ c / max(len(x) - 1, 1))
+    return mean, np.ascontiguousarray(vecs[:, ::-1][:, :k])
 
 
 def _fraction_split(series: list, fraction: float, seq_len: int):
@@ -103,19 +138,38 @@ def make_validation(validation, keep, eval_every, series: list, obs_dim: int, dt
     else:
         x = _as_array(validation, obs_dim, dtype, seq_len)
         spec = {"steps": len(x), "sha256": hashlib.sha256(x.tobytes()).hexdigest()}
+    if len(x) < min_length(SMOOTHING):  # else D_H fails at the first validation run
+        raise ValueError(f"`validation` gives {len(x)} validation steps; the validation D_H "
+                         f"needs at least {min_length(SMOOTHING)} (give more held-out data).")
     every = eval_every or max(1, steps // DEFAULT_EVALS)
     tc = int(min(seq_len, max(1, CONTEXT_FRACTION * len(x))))
-    settings = dict(spec, keep=keep, every=every, context=tc, n_bins=n_bins(*x.shape))
-    return series, Validation(np.asarray(x, np.float64), np.asarray(x[:tc]), keep, every,
-                              settings)
+    x64, mean, basis = np.asarray(x, np.float64), None, None
+    settings = dict(spec, keep=keep, every=every, context=tc)
+    if obs_dim > PCA_DIMS:  # only then: the settings of N <= 3 runs stay as they were
+        mean, basis = principal_axes(x64)
+        settings.update(n_bins=n_bins(len(x), PCA_DIMS), space=f"pca{PCA_DIMS}")
+    else:
+        settings.update(n_bins=n_bins(*x.shape))
+    return series, Validation(x64, np.asarray(x[:tc]), keep, every, settings, mean, basis)
+
+
+def rank_score(d_stsp, status) -> np.ndarray:
+    """The score `keep="best"` minimizes, from D_stsp and the status codes (`STATUS_CODES`):
+    D_stsp if ok, `STATUS_PENALTY + D_stsp` if off or collapsed, inf if diverged (D_stsp
+    where the status is unknown, -1: records written before statuses were)."""
+    d, code = np.asarray(d_stsp, np.float64), np.asarray(status)
+    off = (code == STATUS_CODES["off"]) | (code == STATUS_CODES["collapsed"])
+    penalty = np.where(off, STATUS_PENALTY, 0.0)
+    return np.where(code == STATUS_CODES["diverged"], np.inf, d + penalty)
 
 
 def member_scores(val: Validation, gen: np.ndarray) -> dict:
-    """Per-member `D_stsp` (binning), `D_H` and `status` of free runs `gen` (K, T, N)."""
+    """Per-member `D_stsp` (binning, in `val.space`), `D_H`, `status` (names), `code` (its
+    number) and `score` (`rank_score`) of free runs `gen` (K, T, N)."""
     from ..metrics._dstsp_bins import binned_divergence
     from ..metrics._spectrum import power_spectrum_distance
 
-    ref = data_range(val.x)
+    ref, x_space = data_range(val.x), val.space(val.x)
     d_stsp, d_h, status = [], [], []
     for g in np.asarray(gen, np.float64):
         st = orbit_status(g, **ref)
@@ -124,11 +178,13 @@ def member_scores(val: Validation, gen: np.ndarray) -> dict:
             d_stsp.append(float("inf"))
             d_h.append(1.0)
             continue
-        d_stsp.append(binned_divergence(val.x, g, val.settings["n_bins"])[0])
+        d_stsp.append(binned_divergence(x_space, val.space(g), val.settings["n_bins"])[0])
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # constant dimensions of an orbit
             d_h.append(float(power_spectrum_distance(val.x, g, smoothing=SMOOTHING)))
-    return dict(D_stsp=np.asarray(d_stsp), D_H=np.asarray(d_h), status=status)
+    code = np.asarray([STATUS_CODES[s] for s in status], np.int64)
+    return dict(D_stsp=np.asarray(d_stsp), D_H=np.asarray(d_h), status=status, code=code,
+                score=rank_score(d_stsp, code))
 
 
 def _cut(model, n: int):
@@ -169,20 +225,31 @@ def kept_model(best, stacked):
                        eqx.filter(stacked, eqx.is_array, inverse=True))
 
 
-def eval_keys(i: int | None) -> tuple[str, str]:
-    """The history keys of member `i` (None: a single model)."""
+def eval_keys(i: int | None) -> tuple[str, str, str]:
+    """The history keys of member `i` (None: a single model): D_stsp, D_H, status code."""
     tag = "" if i is None else f"[{i}]"
-    return f"val_D_stsp{tag}", f"val_D_H{tag}"
+    return f"val_D_stsp{tag}", f"val_D_H{tag}", f"val_status{tag}"
+
+
+def eval_values(scores: dict, n_members: int, is_ensemble: bool) -> dict:
+    """The history's eval record of one validation run (`member_scores`' result)."""
+    out = {}
+    for i in range(n_members):
+        k_stsp, k_h, k_status = eval_keys(i if is_ensemble else None)
+        out[k_stsp], out[k_h] = scores["D_stsp"][i], scores["D_H"][i]
+        out[k_status] = int(scores["code"][i])
+    return out
 
 
 def validation_history(evals: list, n_members: int, is_ensemble: bool) -> dict:
-    """`{"step", "D_stsp", "D_H"}` arrays from the history's eval records."""
+    """`{"step", "D_stsp", "D_H", "status", "score"}` arrays from the history's eval records
+    (`status`: `STATUS_CODES`, -1 in records written before statuses were)."""
     names = [eval_keys(i if is_ensemble else None) for i in range(n_members)]
     rows = [(s, v) for s, v in evals if names[0][0] in v]
-    steps = np.asarray([s for s, _ in rows], np.int64)
-    out = {"step": steps}
-    for j, key in enumerate(("D_stsp", "D_H")):
-        a = np.asarray([[v[n[j]] for n in names] for _, v in rows], np.float64).reshape(
-            len(rows), n_members).T
-        out[key] = a if is_ensemble else a[0]
-    return out
+    out = {"step": np.asarray([s for s, _ in rows], np.int64)}
+    for j, key in enumerate(("D_stsp", "D_H", "status")):
+        a = np.asarray([[v.get(n[j], -1) for n in names] for _, v in rows], np.float64)
+        out[key] = a.reshape(len(rows), n_members).T
+    out["status"] = out["status"].astype(np.int64)
+    out["score"] = rank_score(out["D_stsp"], out["status"])
+    return out if is_ensemble else {k: v if k == "step" else v[0] for k, v in out.items()}
