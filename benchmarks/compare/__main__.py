@@ -2,7 +2,7 @@
 [--steps N] --out DIR`: dsr (shPLRNN and clipped shPLRNN ensembles by GTF-DEER) against SINDy,
 an echo-state network and VAR(1) on dysts systems and Lorenz-96, clean and with 5 % observation
 noise; every member of every method in `DIR/compare.json`, a table (`DIR/table.md`, printed)
-and a figure (`DIR/compare.png`). Finished (system, variant, method) cells are checkpointed
+and one figure per variant (`DIR/compare_clean.png`, `DIR/compare_noisy.png`). Finished (system, variant, method) cells are checkpointed
 under `DIR/cells/` (and dsr's training under `DIR/ckpt/`): rerunning the same command resumes.
 `--check-systems` makes only the data sets (no training) and says, per system, how or why not.
 """
@@ -16,7 +16,7 @@ import time
 
 from ._cells import check_settings
 from ._run import METHODS, VARIANTS
-from ._systems import DEFAULT_SYSTEMS, QUICK_SYSTEMS, check_systems
+from ._systems import DEFAULT_SYSTEMS, EXTRA_SYSTEMS, QUICK_SYSTEMS, check_systems
 
 DEFAULT = dict(members=4, steps=2000, n_train=10_000, n_test=8_000, pts_per_period=100,
                transient=2_000, horizon=400, n_rmse=25, seed=0, grid="full")
@@ -32,6 +32,9 @@ def parse(argv):
     p.add_argument("--systems", nargs="+", metavar="NAME",
                    help="dysts system names (or Lorenz96 = data_gen's); default: "
                         + " ".join(DEFAULT_SYSTEMS))
+    p.add_argument("--extra", action="store_true",
+                   help="the four systems named before the rerun and not tuned on instead of "
+                        "the default set: " + " ".join(EXTRA_SYSTEMS))
     p.add_argument("--methods", nargs="+", choices=METHODS, default=list(METHODS))
     p.add_argument("--variants", nargs="+", choices=tuple(VARIANTS),
                    help="clean and/or noisy (5 %% Gaussian observation noise on the training "
@@ -58,6 +61,8 @@ def parse(argv):
         v = getattr(a, opt)
         if v is not None and v < 1:
             p.error(f"--{opt} must be ≥ 1; got {v}")
+    if a.extra and a.systems:
+        p.error("--extra and --systems: give one of them")
     return a
 
 
@@ -72,8 +77,8 @@ def main(argv=None) -> int:
         s = dict(base, numpy_rhs=True) if a.numpy_rhs else dict(base)
         rows = check_systems_run(names, s, a.out)
         return 0 if all(r["status"].startswith("ok") for r in rows) else 1
-    systems = check_systems(a.systems or (QUICK_SYSTEMS if a.quick else DEFAULT_SYSTEMS),
-                            a.numpy_rhs, base["pts_per_period"])
+    named = EXTRA_SYSTEMS if a.extra else (QUICK_SYSTEMS if a.quick else DEFAULT_SYSTEMS)
+    systems = check_systems(a.systems or named, a.numpy_rhs, base["pts_per_period"])
     s = dict(base, systems=systems, methods=list(a.methods),
              quick=a.quick)
     if a.numpy_rhs:  # recorded only when set: the settings of earlier runs stay valid

@@ -32,6 +32,12 @@ MODELS = {
 }
 
 
+def as_member(m, train_s: float, info: dict) -> Member:
+    """One fitted dsr model as the comparison's `Member` (warm start, map, read-out)."""
+    return Member(warm=lambda ctx: dsr.warm_start(m, ctx), step=m.step, observe=m.observe,
+                  train_s=train_s, info=info)
+
+
 def dsr_members(data, k: int, settings: dict, method: str, checkpoint: str, seed: int):
     N = data["train"].shape[1]
     ens = dsr.ensemble(lambda key: MODELS[method](N, key), k, key=jax.random.key(seed))

@@ -1,5 +1,5 @@
 """Collect the cells into `compare.json`, write and print the tables (median ± MAD over members,
-wins per measure) and draw the figure."""
+wins per measure) and draw the figures (one per variant)."""
 
 from __future__ import annotations
 
@@ -142,9 +142,10 @@ def report(out: str, s: dict, log=print) -> dict:
     write_json(os.path.join(out, "compare.json"), result)
     with open(os.path.join(out, "table.md"), "w") as f:
         f.write(md)
-    from ._figure import figure
+    from ._figure import figures
 
-    figure(cells, s, os.path.join(out, "compare.png"))
+    pngs = figures(cells, s, out)
     log(md)
-    log(f"{len(cells)} of {n_expected} cells; wrote {out}/compare.json, table.md, compare.png")
+    log(f"{len(cells)} of {n_expected} cells; wrote {out}/compare.json, table.md, "
+        + ", ".join(os.path.basename(p) for p in pngs.values()))
     return result
