@@ -8,7 +8,8 @@ The public surface is everything imported here. Where it lives:
 - solving the forced recurrence: `_solvers/` (the interface, `Sequential`, `DEER` and its two
   Newton paths, solver names, the shared scan backend); `_gtf.py` (generalized teacher
   forcing).
-- training: `_training/` (`fit` and its pipeline), `_alpha.py` (α strategies),
+- training: `_training/` (`fit` and its pipeline), `_sweep/` (`Grid`, `sweep`: settings ×
+  seeds in one program, and the selection), `_alpha.py` (α strategies),
   `_schedule.py` (learning-rate schedules), `_regularization.py`; `_orbit_status.py` judges
   free runs for `fit`, `generate` and `evaluate` alike.
 - using a model: `_generate.py`, `_serialization.py` (`save` / `load`), `_io.py` (the
@@ -28,6 +29,9 @@ from ._schedule import ExponentialDecay as ExponentialDecay
 from ._check_model import check_model as check_model
 from ._delay import choose_embedding as choose_embedding
 from ._ensemble import Ensemble as Ensemble, ensemble as ensemble
+from ._sweep._grid import Grid as Grid
+from ._sweep._build import Sweep as Sweep, sweep as sweep
+from ._sweep._select import SweepResult as SweepResult
 from ._training._fit import FitResult as FitResult, fit as fit
 from ._orbit_status import OrbitStatus as OrbitStatus, orbit_status as orbit_status
 from ._generate import generate as generate, warm_start as warm_start

@@ -49,10 +49,31 @@ def _progress(step, model):
             time.sleep(0.01)
 
 
+def make_sweep() -> dsr.Sweep:
+    """A sweep of 4 settings (α × L, sizes padded) × 2 seeds: 8 members in one program."""
+    return dsr.sweep(lambda key, hidden_dim: dsr.ShPLRNN(3, 3, hidden_dim, key=key,
+                                                         dtype=jnp.float64),
+                     dsr.Grid(alpha=(0.1, 0.3), hidden_dim=(4, 8)), runs=2,
+                     key=jax.random.key(0))
+
+
+def validation_data() -> np.ndarray:
+    """Held-out data for the sweep's validation (D_H needs ≥ 320 steps)."""
+    rng = np.random.default_rng(1)
+    return np.cumsum(rng.normal(size=(400, 3)), axis=0) * 0.05
+
+
+#: the sweep's extra `fit` settings (a validation after every update, as the callback)
+SWEEP_KW = dict(validation=validation_data(), keep="best", eval_every=1)
+
+
 def main(ckpt: str, out: str, steps: int) -> None:
-    res = dsr.fit(make_model(), data(), ALPHA, steps=steps, checkpoint=ckpt,
+    sweeping = bool(os.environ.get("FAULT_WORKER_SWEEP"))
+    model, extra = (make_sweep(), SWEEP_KW) if sweeping else (make_model(), dict(eval_every=1))
+    kw = dict(FIT_KW, **extra)
+    res = dsr.fit(model, data(), ALPHA, steps=steps, checkpoint=ckpt,
                   checkpoint_every=1, resume=ckpt if os.path.exists(ckpt) else None,
-                  callback=_progress, eval_every=1, **FIT_KW)
+                  callback=_progress, **kw)
     np.savez(out, *arrays(res))
     print("done", flush=True)
 

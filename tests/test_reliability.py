@@ -213,8 +213,8 @@ def jax_cache(tmp_path_factory):
     return str(tmp_path_factory.mktemp("jax_cache"))
 
 
-def _start(ck, out, steps, cache):
-    env = dict(os.environ, JAX_PLATFORMS="cpu",
+def _start(ck, out, steps, cache, extra_env=None):
+    env = dict(os.environ, JAX_PLATFORMS="cpu", **(extra_env or {}),
                PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]))
     return subprocess.Popen([sys.executable, WORKER, str(ck), str(out), str(steps), cache],
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
@@ -245,7 +245,7 @@ def _after_kill(folder, ck, stats):
         stats["history_ahead"] += size > covered
 
 
-def kill_and_resume(folder, n_kills, steps, cache, seed):
+def kill_and_resume(folder, n_kills, steps, cache, seed, extra_env=None):
     """Run the worker, killing it `n_kills` times at random points (SIGKILL; every fourth a
     SIGTERM) and restarting it, until it finishes; returns its arrays and statistics."""
     rng = np.random.default_rng(seed)
@@ -254,7 +254,7 @@ def kill_and_resume(folder, n_kills, steps, cache, seed):
     period = 0.05  # seconds per update, updated from the worker's output
     while True:
         stats["lives"] += 1
-        p = _start(ck, out, steps, cache)
+        p = _start(ck, out, steps, cache, extra_env)
         times = _wait_for_steps(p, int(rng.integers(1, 3))) if stats["kills"] < n_kills else None
         if times is None:
             assert p.wait(timeout=600) == 0 and os.path.exists(out), "the worker failed"

@@ -20,6 +20,7 @@ from .._cache import enable_compilation_cache
 from .._alpha import AbstractAlpha
 from ._checkpoint import identity, read_header
 from .._ensemble import Ensemble
+from .._sweep._build import Sweep
 from ._setup import default_optimizer as default_optimizer
 from ._arguments import FitArguments
 from ._setup import make_plan
@@ -30,6 +31,7 @@ from ._signals import interrupt_on_sigterm
 from .._solvers._base import AbstractSolver
 from ._trainer import Trainer
 from ._validation import validation_history
+from .._sweep._select import select
 from ..models import AbstractModel
 
 
@@ -56,6 +58,11 @@ class FitResult:
       validation free run (`(E,)`, or `(K, E)` for an ensemble), `best_step` and
       `best_score` (each member's best validation step and D_stsp; -1 and inf before any
       finite score), `keep`, and `seconds` (time spent validating in this call).
+    - `sweep` (when `model` was a [`dsr.Sweep`][]): a [`dsr.SweepResult`][] — every member's
+      setting and validation score, the median per setting, the selected setting and every
+      trained member. `model` is then the selected setting's members (an `Ensemble`, at
+      their own size); `history`, `alpha`, `stopped` and `free_run` cover every member of
+      the sweep (member `i` has setting `i // runs`, seed `i % runs`).
     """
 
     model: Any
@@ -67,6 +74,7 @@ class FitResult:
     stopped: Any = False
     free_run: Any = None
     validation: dict | None = None
+    sweep: Any = None
 
 
 def _progress_bar(trainer: Trainer, enabled: bool):
@@ -158,16 +166,19 @@ def _result(trainer: Trainer, interrupted: bool) -> FitResult:
         val = validation_history(trainer.history.evals, K, p.is_ensemble)
         val.update(best_step=one(trainer.best[2]), best_score=one(trainer.best[1]),
                    keep=p.validation.keep, seconds=trainer.validation_time)
-    return FitResult(model=trainer.current_model(kept=True), history=hist, settings=p.settings,
+    model, sweep = trainer.current_model(kept=True), None
+    if p.sweep is not None:
+        sweep, model = select(p.sweep, val, model)
+    return FitResult(model=model, history=hist, settings=p.settings,
                      alpha=one(alpha.astype(float)) if p.is_ensemble else float(alpha[0]),
                      interrupted=interrupted, checkpoint=trainer.checkpoint_path,
                      stopped=one(~active) if p.is_ensemble else bool(~active[0]),
                      free_run=trainer.free_run if p.is_ensemble else trainer.free_run[0],
-                     validation=val)
+                     validation=val, sweep=sweep)
 
 
 def fit(
-    model: AbstractModel | Ensemble,
+    model: AbstractModel | Ensemble | Sweep,
     data: Any,
     alpha: float | str | AbstractAlpha = 0.08,
     *,
@@ -207,7 +218,15 @@ def fit(
 
     - `model`: a dsr model or a `dsr.Ensemble` (all members in one vmapped update; member `i`
       draws its windows from `jax.random.split(key, K)[i]`, so it reaches the parameters
-      `fit(ens[i], ..., key=jax.random.split(key, K)[i])` reaches alone).
+      `fit(ens[i], ..., key=jax.random.split(key, K)[i])` reaches alone); or a
+      [`dsr.Sweep`][] (a `dsr.Grid` of settings × seeds, one vmapped program): each member
+      trains with its setting of the grid in place of `alpha` (its start α with an adaptive
+      `alpha`), `learning_rate` (its optimizer update scaled by `lr / learning_rate`),
+      `noise` and the λ of `regularization`, at its own model size (zero padding, masked),
+      and seed `r` draws its windows from `jax.random.split(key, runs)[r]` — so a member
+      reaches what `fit(sweep.member(i), ..., key=jax.random.split(key, runs)[r])` with its
+      setting reaches alone. Needs `validation`; the result is the setting with the best
+      median validation score over its seeds (`FitResult.sweep`).
     - `data`: an array (T, N), a list of arrays, or a `data_gen.Dataset` (its `train`).
     - `alpha`: GTF forcing strength — a number in [0, 1] (`dsr.ConstantAlpha`), `"adaptive"`
       or a `dsr.AdaptiveAlpha(every, gamma, alpha0)` (aGTF). Unused by the LSSM family.

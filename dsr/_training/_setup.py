@@ -29,7 +29,9 @@ from .._serialization import model_spec
 from .._sharding import Placement, is_writer, resolve_devices
 from .._solvers._resolve import resolve_solver
 from ._arguments import Counts, FitArguments, RunOptions
+from ._members import MemberSettings, check_sweep, member_settings
 from ._step import StepConfig
+from .._sweep._build import Sweep
 from ._validation import Validation, make_validation
 from ._windows import Windows
 from ..models import AbstractGTFModel, AbstractModel
@@ -114,6 +116,9 @@ class Plan:
     series: list
     options: RunOptions
     validation: Validation | None = None
+    sweep: Sweep | None = None
+    members: MemberSettings | None = None  # a sweep's per-member settings
+    alpha0: np.ndarray | None = None  # a sweep's per-member start α
 
 
 def _check_counts(a: FitArguments) -> Counts:
@@ -254,7 +259,7 @@ class Call:
     validation: Validation | None = None
 
 
-def _validate(model, data, alpha, kw: FitArguments) -> Call:
+def _validate(model, data, alpha, kw: FitArguments, sweep: Sweep | None = None) -> Call:
     """Validate every argument of `fit`; cheap (NumPy and argument checks only)."""
     one = _check_model(model)
     user_class = type(one).__module__.split(".")[0] != "dsr"
@@ -294,6 +299,8 @@ def _validate(model, data, alpha, kw: FitArguments) -> Call:
         settings["validation"] = val.settings
     if n.noise:  # likewise
         settings["noise"] = n.noise
+    if sweep is not None:
+        settings["sweep"] = check_sweep(sweep, one, val, kw.regularization)
     expected = dict(model=model_spec(model), data_sha256=fingerprint(series, inp),
                     settings=settings, structure=structure(
                         model.stacked if isinstance(model, Ensemble) else model,
@@ -309,7 +316,8 @@ def _check_optional_callable(name, value):
         raise ArgumentTypeError(f"`{name}` must be {what} or None; got {value!r}.")
 
 
-def _reconcile(path, header: dict, call: Call, model, data, kw: FitArguments) -> Call:
+def _reconcile(path, header: dict, call: Call, model, data, kw: FitArguments,
+               sweep: Sweep | None = None) -> Call:
     """Check the checkpoint at `path` against the call (before anything is compiled) and
     return the call to continue: this one, or — with `resume_settings="checkpoint"` — one
     with the stored settings."""
@@ -320,7 +328,7 @@ def _reconcile(path, header: dict, call: Call, model, data, kw: FitArguments) ->
         restored = stored_arguments(path, stored, kw.optimizer, call.settings, call,
                                     kw.schedule)
         alpha = restored.pop("alpha")
-        call = _validate(model, data, alpha, kw.replace(**restored))
+        call = _validate(model, data, alpha, kw.replace(**restored), sweep)
         left = differences(stored, call.settings)
         if left:
             raise ValueError(f"`resume_settings='checkpoint'`: the settings of {path!r} "
@@ -344,12 +352,14 @@ def make_plan(model, data, alpha, kw: FitArguments) -> Plan:
     """Validate every argument of `fit`, check a checkpoint to resume against them (nothing
     is compiled yet) and build the plan."""
     kw = kw.replace(checkpoint=default_checkpoint(kw.checkpoint, kw.resume))
-    call = _validate(model, data, alpha, kw)
+    sweep = model if isinstance(model, Sweep) else None
+    model = model.ensemble if sweep is not None else model
+    call = _validate(model, data, alpha, kw, sweep)
     resume = None
     if kw.resume is not None:
         path = os.fspath(kw.resume)
         header, payload = read_header(path)
-        call = _reconcile(path, header, call, model, data, kw)
+        call = _reconcile(path, header, call, model, data, kw, sweep)
         resume = (path, header, payload)
     n = call.counts
     stacked, K, is_ens = as_stack(model)
@@ -358,13 +368,18 @@ def make_plan(model, data, alpha, kw: FitArguments) -> Plan:
                      n.batch_size, n.warmup, n.max_failures,
                      isinstance(call.one, AbstractGTFModel), n.noise, steps=n.steps)
     keys = jax.random.split(call.key, K) if is_ens else call.key[None]
+    members = alpha0 = None
+    if sweep is not None:  # member i = (setting i // runs, seed i % runs): seeds share keys
+        keys = jax.random.split(call.key, sweep.runs)[np.arange(K) % sweep.runs]
+        members, alpha0 = member_settings(sweep, call.learning_rate, parameter_dtype(call.one))
     windows = Windows.from_series(call.series, call.inputs, n.seq_len + 1)
     options = RunOptions(checkpoint=kw.checkpoint, checkpoint_every=n.checkpoint_every,
                          resume=resume, eval_every=n.eval_every, monitor_every=n.monitor_every,
                          callback=kw.callback, progress=kw.progress)
     return Plan(cfg, n.steps, windows, stacked, K, is_ens,
                 np.asarray(jax.random.key_data(keys)), str(jax.random.key_impl(keys)),
-                placement, call.settings, call.expected, call.series, options, call.validation)
+                placement, call.settings, call.expected, call.series, options, call.validation,
+                sweep, members, alpha0)
 
 
 def _settings(n, lr, strategy: AbstractAlpha, solver, regularization, optimizer, key, K,

@@ -30,6 +30,7 @@ from .._gtf import gtf_forward
 from .._regularization import Regularization
 from .._solvers._base import AbstractSolver, SolverInfo
 from .._solvers._sequential import Sequential
+from ._members import MemberSettings, masked, regularization_of, teacher_noise
 from ._windows import Windows
 from ..models import AbstractGTFModel, AbstractModel, AbstractTeacherForcedModel
 
@@ -134,22 +135,25 @@ def loss_fn(model, x, alpha, s, solver, warmup, reg, teacher=None):
 
 
 def member_update(model, opt_state, x, s, alpha, cfg: StepConfig, solver: AbstractSolver,
-                  teacher=None):
+                  teacher=None, ms: MemberSettings | None = None):
     """One member's candidate update: `(model, opt_state, loss, mse, finite, converged,
-    iterations)`; the candidate is returned whether or not it is finite."""
+    iterations)`; the candidate is returned whether or not it is finite. `ms`: this member's
+    sweep settings (λ, mask, learning-rate factor), None outside a sweep."""
     (loss, (mse, info)), grads = eqx.filter_value_and_grad(loss_fn, has_aux=True)(
-        model, x, alpha, s, solver, cfg.warmup, cfg.regularization, teacher)
+        model, x, alpha, s, solver, cfg.warmup, regularization_of(cfg.regularization, ms),
+        teacher)
+    grads = masked(grads, ms)
     params = eqx.filter(model, eqx.is_inexact_array)
     updates, new_opt = cfg.optimizer.update(grads, opt_state, params)
-    new_model = eqx.apply_updates(model, updates)
+    new_model = eqx.apply_updates(model, masked(updates, ms, scale=True))
     leaves = jax.tree_util.tree_leaves(grads)
     finite = jnp.isfinite(loss) & jnp.all(jnp.stack([jnp.all(jnp.isfinite(g)) for g in leaves]))
     return new_model, new_opt, loss, mse, finite, jnp.all(info.converged), jnp.max(info.iterations)
 
 
-def _vupdate(state, x, s, alpha, cfg, solver, teacher=None):
-    fn = lambda m, o, xb, sb, a, tb: member_update(m, o, xb, sb, a, cfg, solver, tb)  # noqa
-    return eqx.filter_vmap(fn)(state.model, state.opt_state, x, s, alpha, teacher)
+def _vupdate(state, x, s, alpha, cfg, solver, teacher=None, members=None):
+    fn = lambda m, o, xb, sb, a, tb, ms: member_update(m, o, xb, sb, a, cfg, solver, tb, ms)  # noqa
+    return eqx.filter_vmap(fn)(state.model, state.opt_state, x, s, alpha, teacher, members)
 
 
 def _teacher(keys, step, x, noise: float):
@@ -163,9 +167,11 @@ def _teacher(keys, step, x, noise: float):
     return jax.vmap(one)(keys, x)
 
 
-def propose(state: TrainState, keys: PRNGKeyArray, windows: Windows, cfg: StepConfig) -> Proposal:
-    """Sample, update α when due, and propose every member's update with `cfg.solver`;
-    `fallback` marks the members whose solve failed."""
+def propose(state: TrainState, keys: PRNGKeyArray, windows: Windows, cfg: StepConfig,
+            members: MemberSettings | None = None) -> Proposal:
+    """Sample, update α when due, and propose every member's update with `cfg.solver`
+    (`members`: a sweep's per-member settings); `fallback` marks the members whose solve
+    failed."""
     x, s = jax.vmap(lambda k: windows.sample(k, state.step, cfg.batch_size))(keys)
     alpha = state.alpha
     due = cfg.alpha.is_due(state.step)  # a Python False for schedules that never change
@@ -173,8 +179,12 @@ def propose(state: TrainState, keys: PRNGKeyArray, windows: Windows, cfg: StepCo
         one = lambda a, m, xb: cfg.alpha.updated(a, m, xb, state.step, cfg.steps)  # noqa: E731
         new = lambda: eqx.filter_vmap(one)(alpha, state.model, x)  # noqa: E731
         alpha = jax.lax.cond(due, new, lambda: alpha)
-    teacher = _teacher(keys, state.step, x, cfg.noise)
-    m, o, loss, mse, fin, conv, it = _vupdate(state, x, s, alpha, cfg, cfg.solver, teacher)
+    if members is not None and members.noise is not None:
+        teacher = teacher_noise(keys, state.step, x, members.noise)
+    else:
+        teacher = _teacher(keys, state.step, x, cfg.noise)
+    m, o, loss, mse, fin, conv, it = _vupdate(state, x, s, alpha, cfg, cfg.solver, teacher,
+                                              members)
     # Members whose parallel solve failed (not converged or non-finite) get a sequential
     # re-solve (`refine`); `fallback` marks them.
     need = jnp.zeros_like(fin)
@@ -183,9 +193,10 @@ def propose(state: TrainState, keys: PRNGKeyArray, windows: Windows, cfg: StepCo
     return Proposal(m, o, loss, mse, fin, conv, it, need, alpha, x, s, teacher)
 
 
-def _refine(state: TrainState, prop: Proposal, need: Bool[Array, " K"], cfg: StepConfig) -> Proposal:
+def _refine(state: TrainState, prop: Proposal, need: Bool[Array, " K"], cfg: StepConfig,
+            members: MemberSettings | None = None) -> Proposal:
     """Re-solve the members in `need` sequentially on the same batch and α."""
-    seq = _vupdate(state, prop.x, prop.s, prop.alpha, cfg, Sequential(), prop.teacher)
+    seq = _vupdate(state, prop.x, prop.s, prop.alpha, cfg, Sequential(), prop.teacher, members)
     pick = lambda a, b: _where(need, a, b)  # noqa: E731
     m, o = (jax.tree_util.tree_map(pick, new, old, is_leaf=lambda v: v is None)
             for new, old in ((seq[0], prop.model), (seq[1], prop.opt_state)))
@@ -232,9 +243,11 @@ CHUNK = 256
 
 
 @eqx.filter_jit
-def run_chunk(state: TrainState, keys: PRNGKeyArray, windows: Windows, cfg: StepConfig, n):
+def run_chunk(state: TrainState, keys: PRNGKeyArray, windows: Windows, cfg: StepConfig, n,
+              members: MemberSettings | None = None):
     """`n` ≤ `CHUNK` updates in one program (a `lax.while_loop` over `propose`, `_refine`
-    when some member's parallel solve failed, and `commit`): `(state, records (CHUNK,
+    when some member's parallel solve failed, and `commit`; `members`: a sweep's
+    per-member settings): `(state, records (CHUNK,
     fields, K), done)`, the first `done` rows of `records` being the updates' packed
     `StepRecord`s. It stops early when no member is active.
 
@@ -251,10 +264,11 @@ def run_chunk(state: TrainState, keys: PRNGKeyArray, windows: Windows, cfg: Step
     def body(carry):
         i, st, buf = carry
         st = eqx.combine(st, static)
-        prop = propose(st, keys, windows, cfg)
+        prop = propose(st, keys, windows, cfg, members)
         if parallel:  # the sequential re-solve runs only for a batch that needs it
             prop = jax.lax.cond(jnp.any(prop.fallback),
-                                lambda p: _refine(st, p, p.fallback, cfg), lambda p: p, prop)
+                                lambda p: _refine(st, p, p.fallback, cfg, members),
+                                lambda p: p, prop)
         new, record = commit(st, prop, cfg)
         buf = jax.lax.dynamic_update_index_in_dim(buf, record, i, 0)
         return i + 1, eqx.filter(new, eqx.is_array), buf

@@ -35,12 +35,15 @@ CHUNK_SECONDS = 0.5
 
 
 @eqx.filter_jit
-def initial_state(stacked, cfg, K: int) -> TrainState:
-    """The state before the first update (one compiled program, not one per operation)."""
+def initial_state(stacked, cfg, K: int, alpha0=None) -> TrainState:
+    """The state before the first update (one compiled program, not one per operation);
+    `alpha0`: a sweep's start α per member (default: the strategy's)."""
     params = eqx.filter(stacked, eqx.is_inexact_array)
     opt_state = eqx.filter_vmap(cfg.optimizer.init)(params)
     dtype = jax.tree_util.tree_leaves(params)[0].dtype
-    return TrainState(stacked, opt_state, jnp.full((K,), cfg.alpha.initial(), dtype),
+    alpha = (jnp.full((K,), cfg.alpha.initial(), dtype) if alpha0 is None
+             else jnp.asarray(alpha0, dtype))
+    return TrainState(stacked, opt_state, alpha,
                       jnp.zeros((K,), jnp.int32), jnp.zeros((K,), jnp.int32),
                       jnp.ones((K,), bool), jnp.zeros((), jnp.int32))
 
@@ -69,7 +72,7 @@ class Trainer:
     # ------------------------------------------------------------------ state
 
     def _initial_state(self) -> TrainState:
-        return initial_state(self.plan.stacked, self.cfg, self.plan.n_members)
+        return initial_state(self.plan.stacked, self.cfg, self.plan.n_members, self.plan.alpha0)
 
     def start(self) -> None:
         """The initial or resumed state, padded and placed on the devices."""
@@ -96,6 +99,8 @@ class Trainer:
         keys = pl.pad(self.plan.key_data)
         self.keys = jax.random.wrap_key_data(pl.members(keys), impl=self.plan.key_impl)
         self.windows = pl.replicated(self.plan.windows)
+        members = self.plan.members
+        self.members = None if members is None else pl.members(pl.pad(members))
         self._catch_up(int(self.state.step))
 
     # ------------------------------------------------------------------ updates
@@ -106,7 +111,8 @@ class Trainer:
         (`(K,)` NumPy arrays), None if no member was active."""
         t0 = time.perf_counter()
         n = self.chunk_length(int(self.state.step))
-        state, buf, done = run_chunk(self.state, self.keys, self.windows, self.cfg, np.int32(n))
+        state, buf, done = run_chunk(self.state, self.keys, self.windows, self.cfg, np.int32(n),
+                                     self.members)
         done = int(done)
         if not done:  # every member has stopped: nothing ran
             return None
