@@ -97,18 +97,18 @@ def dsr_members(data, settings: dict, method: str, checkpoint: str,
     sel = int(table.selected)
     chosen = dict(table.settings[sel])
     rows = [dict(r) for r in table.rows]
-    mine = sorted((r for r in rows if int(r["setting"]) == sel), key=lambda r: int(r["seed"]))
+    mine = [rows[i] for i in table.selected_members]  # the members of res.model, in order
     n_all = len(rows)
-    stopped = _per_member(res.stopped, n_all)
+    stopped = _per_member(res.stopped, n_all)  # a sweep's cover every member
     members = []
     for i, m in enumerate(res.model):
         r = mine[i]
-        frozen = stopped[int(r["member"])] if len(stopped) == n_all else False
+        frozen = stopped[int(r["member"])]
         members.append(as_member(m, wall / runs, dict(
             SETTINGS, **chosen, steps=settings["steps"], setting=sel, seed=int(r["seed"]),
             member=int(r["member"]), model=type(m).__name__, val_score=r.get("score"),
             val_D_stsp=r.get("D_stsp"), val_D_H=r.get("D_H"), val_status=r.get("status"),
-            best_step=r.get("best_step"), resumed=resume is not None, frozen=bool(frozen),
+            best_step=r.get("step"), resumed=resume is not None, frozen=bool(frozen),
             sweep_wall_s=wall)))
     record = dict(sweep=dict(keys=list(table.keys), settings=[dict(g) for g in table.settings],
                              runs=runs, rule=str(table.rule), selected=sel,
