@@ -1,5 +1,5 @@
 """`python -m benchmarks.compare [--quick] [--systems NAME ... | --extra] [--methods ...]
-[--members K] [--steps N] --out DIR`: dsr (a validation-scored sweep of shPLRNN ensembles by
+[--members K] [--runs R] [--steps N] --out DIR`: dsr (a validation-scored sweep of shPLRNN ensembles by
 GTF, per cell) against SINDy, an echo-state network and VAR(1) on dysts systems and
 Lorenz-96, clean and with 5 % observation noise; every member of every method in
 `DIR/compare.json`, a table (`DIR/table.md`, printed) and one figure per variant
@@ -20,9 +20,9 @@ from ._cells import check_settings
 from ._run import DEFAULT_METHODS, METHODS, VARIANTS
 from ._systems import DEFAULT_SYSTEMS, EXTRA_SYSTEMS, QUICK_SYSTEMS, check_systems
 
-DEFAULT = dict(members=4, steps=3000, n_train=10_000, n_test=8_000, pts_per_period=100,
+DEFAULT = dict(members=4, runs=3, steps=3000, n_train=10_000, n_test=8_000, pts_per_period=100,
                transient=2_000, horizon=400, n_rmse=25, seed=0, grid="full")
-QUICK = dict(DEFAULT, members=2, steps=60, n_train=2_500, n_test=2_000, horizon=100,
+QUICK = dict(DEFAULT, members=2, runs=2, steps=60, n_train=2_500, n_test=2_000, horizon=100,
              transient=500, variants=["clean"], grid="small")
 
 
@@ -43,7 +43,10 @@ def parse(argv):
                    help="clean and/or noisy (5 %% Gaussian observation noise on the training "
                         "data); default: both (--quick: clean)")
     p.add_argument("--members", type=int, metavar="K",
-                   help="ensemble members / seeds (dsr: seeds per setting of its sweep)")
+                   help="ensemble members / seeds of the ESN")
+    p.add_argument("--runs", type=int, metavar="R",
+                   help="dsr: seeds per setting of its sweep (the selected setting's R "
+                        "members are reported)")
     p.add_argument("--steps", type=int, metavar="N",
                    help="dsr training updates (of every member of its sweep)")
     p.add_argument("--numpy-rhs", action="store_true",
@@ -62,7 +65,7 @@ def parse(argv):
     p.add_argument("--docs", metavar="PAGE",
                    help="also write the tables and figure into this markdown page")
     a = p.parse_args(argv)
-    for opt in ("members", "steps"):
+    for opt in ("members", "runs", "steps"):
         v = getattr(a, opt)
         if v is not None and v < 1:
             p.error(f"--{opt} must be ≥ 1; got {v}")
@@ -90,7 +93,7 @@ def main(argv=None) -> int:
     if a.numpy_rhs:  # recorded only when set: the settings of earlier runs stay valid
         s["numpy_rhs"] = True
     s["variants"] = list(a.variants or s.get("variants", VARIANTS))
-    for opt in ("members", "steps"):
+    for opt in ("members", "runs", "steps"):
         if getattr(a, opt) is not None:
             s[opt] = getattr(a, opt)
     from ._dsr_method import BASE, SETTINGS, grid_of

@@ -1,5 +1,5 @@
 """dsr: per cell and model class (shPLRNN, clipped shPLRNN, AL-RNN) one sweep, the same number
-of validation-scored settings as SINDy's grid (`GRID`: 8), `runs` seeds each (`--members`),
+of validation-scored settings as SINDy's grid (`GRID`: 8), `runs` seeds each (`--runs`),
 all of them trained in ONE vmapped `dsr.fit` (`dsr.sweep`), with free-run validation on the
 validation split SINDy and the ESN are tuned on and `keep="best"`. `dsr.fit` selects the
 setting with the best median validation score over its seeds; that setting's `runs` members
@@ -75,7 +75,7 @@ def dsr_members(data, settings: dict, method: str, checkpoint: str,
                 seed: int) -> tuple[list[Member], dict]:
     """The selected setting's members and the cell's sweep record."""
     N = data["train"].shape[1]
-    runs = settings["members"]
+    runs = settings["runs"]
     grid = dsr.Grid(**grid_of(settings))
     sw = dsr.sweep(lambda key, **size: MODELS[method](N, key, **size), grid, runs=runs,
                    key=jax.random.key(seed))
@@ -116,6 +116,7 @@ def dsr_members(data, settings: dict, method: str, checkpoint: str,
                              rows=rows),
                   fit=dict(SETTINGS, steps=settings["steps"], members_trained=n_all,
                            wall_s=wall, resumed=resume is not None,
+                           validation_s=(res.validation or {}).get("seconds"),
                            validation=dict(split="the last fifth of the training series "
                                                  "(the one SINDy and the ESN are tuned on)",
                                            n=len(data["val"]), keep="best")))
