@@ -1,10 +1,12 @@
 """`python -m benchmarks.compare._probe_windows [--systems NAME ...] [--windows T ...]
-[--steps N] [--members K] [--model M] --out DIR`: how dsr's window length T changes what
-it reconstructs, with the comparison's own data (clean variant), settings and measures, so
-its numbers sit next to `docs/compare.md`'s.
+[--steps N] [--members K] [--model M] [--alpha A] [--lr LR] [--hidden L] [--latent M]
+[--noise S] --out DIR`: how dsr's window length T (and, on request, α, the learning rate,
+the model's sizes, noise augmentation) changes what it reconstructs, with the comparison's
+own data (clean variant) and measures, so its numbers sit next to `docs/compare.md`'s.
 
-Per system and T: one K-member ensemble (`dsr.fit`, α = 0.1, batch 16, lr 2e-3, the same
-number of updates for every T, `solver="sequential"`, no validation), every member scored
+Per system and T: one K-member ensemble (`dsr.fit`, by default α = 0.1, lr 2e-3, M = N,
+L = 64, batch 16, the same number of updates for every T, `solver="sequential"`, no
+validation), every member scored
 by `_measures.member_measures` (D_stsp, D_H, status, λ error, VPT, RMSE_n) and by the
 comparison's validation score (`validation_score`: forecast RMSE on the validation split),
 and the training wall time. One JSON per (system, T) under `DIR/runs/` (a rerun skips the
@@ -64,6 +66,22 @@ def probe_one(name: str, T: int, s: dict, model: str, steps: int, k: int, alpha:
                 samples_per_period=system.period / system.dt)
 
 
+def table(rows: list[dict]) -> str:
+    """The runs as a markdown table (median over members; each member's D_stsp)."""
+    g = lambda x: f"{float(x):.3g}"  # noqa: E731  (JSON keeps inf / nan as strings)
+    out = ["| system | T | α | lr | L | M | noise | D_stsp (median; members) | D_H | status | "
+           "λ err | VPT | val score | train (s) |", "|" + "---|" * 14]
+    for r in rows:
+        ms, med = r["members"], r["median"]
+        out.append(f"| {r['system']} | {r['T']} | {g(r['alpha'])} | {g(r['learning_rate'])} | "
+                   f"{r['hidden']} | {r['latent']} | {g(r.get('noise', 0))} | "
+                   f"{g(med['D_stsp'])} ({' / '.join(g(m['D_stsp']) for m in ms)}) | "
+                   f"{g(med['D_H'])} | {', '.join(m['status'] for m in ms)} | "
+                   f"{g(med['lambda_err'])} | {g(med['VPT'])} | {g(med['val_score'])} | "
+                   f"{float(r['train_s']):.0f} |")
+    return "\n".join(out)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.compare._probe_windows",
                                 description=__doc__.split("\n\n")[0])
@@ -110,16 +128,7 @@ def main(argv=None) -> int:
     write_json(os.path.join(a.out, "probe.json"),
                dict(settings=dict(s, members=a.members, solver="sequential", batch_size=16,
                                   variant="clean"), runs=everything))
-    print("\n| system | T | α | lr | L | M | D_stsp (median; members) | D_H | status | λ err | VPT | val score "
-          "| train (s) |\n|" + "---|" * 13)
-    for r in rows:
-        ms = r["members"]
-        f = lambda k: " / ".join(f"{float(m[k]):.3g}" for m in ms)  # noqa: E731
-        print(f"| {r['system']} | {r['T']} | {r['alpha']:g} | {r['learning_rate']:g} | "
-              f"{r['hidden']} | {r['latent']}{' noise %g' % r['noise'] if r.get('noise') else ''} | {r['median']['D_stsp']:.3g} ({f('D_stsp')}) | "
-              f"{r['median']['D_H']:.3g} | {', '.join(m['status'] for m in ms)} | "
-              f"{r['median']['lambda_err']:.3g} | {r['median']['VPT']:.3g} | "
-              f"{r['median']['val_score']:.3g} | {r['train_s']:.0f} |")
+    print(table(rows))
     return 0
 
 
