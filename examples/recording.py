@@ -10,9 +10,12 @@ free-run validation, and an evaluation on the held-out last minute against basel
 
 The pipeline: standardize with the training part's mean and std; hold out the last minute
 (`--test-seconds`); choose `(m, τ)` by `dsr.choose_embedding` on the training part (or take
-`--embedding M,TAU`); train `--members` clipped shPLRNNs as one ensemble (GTF, α = 0.1,
-T = 200, batch 16, teacher noise 0.05, exponential learning-rate decay to 1e-6, validation on the
-last 15 % of the training part, each member kept at its best validation step). Every member, a
+`--embedding M,TAU`; `--taus` sweeps the delay); train a sweep of clipped shPLRNNs as one
+program per delay (α ∈ {0.1, 0.3} × teacher noise ∈ {0, 0.05} × `--members` = 2 seeds;
+T = 200, batch 16, exponential learning-rate decay to 1e-6, validation on the last 15 % of
+the training part, each member kept at its best validation step) and keep the setting with
+the best median validation score (and, of several delays, the one whose kept members have
+the lowest median validation D_H). Every member, a
 linear VAR(1) fitted by least squares (the linear baseline) and the training part itself (the
 floor) are then measured against the held-out minute the same way: a free run of `--gen-factor`
 × its length from a context at its start, its status (in range / off / diverged / collapsed
@@ -48,11 +51,20 @@ from ._common import parser, pyplot, table, write_json
 _SOLVER = "sequential" if jax.default_backend() == "cpu" else "auto"
 # α = 0.1 and teacher noise 0.05: of the arms measured on the MIT-BIH ECG (docs/recordings.md)
 # the ones with the fewest collapsed and off members; the GTF authors' ECG setting is α = 0.3.
-SETTINGS = dict(members=4, hidden_dim=250, alpha=0.1, seq_len=200, batch_size=16,
+# A sweep (`dsr.Grid`, one program per delay τ): α × teacher noise × `members` seeds per
+# setting; the setting with the best median validation score is kept (dsr.fit's rule), and of
+# several delays (`--taus`) the one whose kept members have the lowest median validation D_H
+# (the spectrum of the channel, comparable across embeddings; D_stsp is not: each delay has
+# its own state space).
+SETTINGS = dict(members=2, hidden_dim=250, alpha=(0.1, 0.3), seq_len=200, batch_size=16,
                 steps=20_000, lr=1e-3, final_lr=1e-6, validation=0.15, gen_factor=10,
-                noise=0.05, solver=_SOLVER)
-QUICK = dict(members=4, hidden_dim=16, alpha=0.3, seq_len=50, batch_size=8, steps=150,
-             lr=3e-3, final_lr=1e-4, validation=0.2, gen_factor=2, noise=0.0, solver="auto")
+                noise=(0.0, 0.05), solver=_SOLVER)
+QUICK = dict(members=2, hidden_dim=16, alpha=(0.3,), seq_len=50, batch_size=8, steps=150,
+             lr=3e-3, final_lr=1e-4, validation=0.2, gen_factor=2, noise=(0.0, 0.05),
+             solver="auto")
+#: How the delay is chosen among `--taus` (recorded in recording.json).
+TAU_RULE = ("per delay τ a sweep (α × noise × seeds, the best setting by its median validation "
+            "D_stsp); among the delays, the lowest median validation D_H of the kept members")
 
 
 def beat_stats(ecg: np.ndarray, fs: float) -> dict:
@@ -115,27 +127,29 @@ def prepare(raw: np.ndarray, fs: float, test_seconds: float, embedding=None):
 
 
 def train(x_train, s: dict, seed: int, checkpoint: str):
-    """The ensemble, fitted with validation and best-keeping (resumes from `checkpoint`)."""
+    """The sweep α × noise × `members` seeds in one program, with validation and
+    best-keeping (resumes from `checkpoint`); `FitResult.model` is the best setting's."""
     N = x_train.shape[1]
-    ens = dsr.ensemble(lambda k: dsr.ClippedShPLRNN(N, N, s["hidden_dim"], key=k),
-                       s["members"], key=jax.random.key(seed))
+    grid = dsr.Grid(alpha=tuple(s["alpha"]), noise=tuple(s["noise"]))
+    ens = dsr.sweep(lambda k: dsr.ClippedShPLRNN(N, N, s["hidden_dim"], key=k), grid,
+                    s["members"], key=jax.random.key(seed))
     kw = dict(steps=s["steps"], seq_len=s["seq_len"], batch_size=s["batch_size"],
               learning_rate=s["lr"], schedule=dsr.ExponentialDecay(s["final_lr"]),
               validation=s["validation"], keep="best", key=jax.random.key(seed + 1),
-              noise=s["noise"], solver=s["solver"],
+              solver=s["solver"],
               checkpoint=checkpoint, checkpoint_every=max(1, s["steps"] // 20),
               progress=False)
     resume = checkpoint if os.path.isfile(checkpoint) else None
-    return dsr.fit(ens, x_train, s["alpha"], resume=resume, **kw)
+    return dsr.fit(ens, x_train, resume=resume, **kw)
 
 
 def evaluate_all(res, x_train, x_test, s, fs) -> tuple[list, dict]:
     """Rows for every member, the VAR(1) baseline and the floor; and the free runs."""
     n_gen, ctx = s["gen_factor"] * len(x_test), x_test[:s["seq_len"]]
     gens = np.asarray(dsr.generate(res.model, n_gen, context=ctx, check=False), np.float64)
-    rows = [dict(measures(f"member {i}", x_test, g, x_train, fs),
-                 best_step=int(np.atleast_1d(res.validation["best_step"])[i]))
-            for i, g in enumerate(gens)]
+    kept = [res.sweep.rows[j] for j in res.sweep.selected_members]
+    rows = [dict(measures(f"member {i}", x_test, g, x_train, fs), best_step=r["step"],
+                 alpha=r["alpha"], noise=r["noise"]) for i, (g, r) in enumerate(zip(gens, kept))]
     runs = {f"member {i}": g for i, g in enumerate(gens)}
     runs["VAR(1)"] = var1_run(*fit_var(x_train), ctx[-1], n_gen)
     rows.append(measures("VAR(1)", x_test, runs["VAR(1)"], x_train, fs))
@@ -191,28 +205,38 @@ def _embedding(p, text):
     return None if emb is None else tuple(emb)
 
 
-def main(argv=None):
+def _floats(text):
+    return tuple(float(v) for v in str(text).split(","))
+
+
+def _arguments(argv):
     p = parser("recording", __doc__)
     p.add_argument("path", nargs="?", help="a one-channel .npy recording")
     p.add_argument("--synthetic", action="store_true", help="the synthetic ECG (ecg_like)")
     p.add_argument("--fs", type=float, default=360.0, help="sampling rate (Hz)")
     p.add_argument("--test-seconds", type=float, default=60.0)
     p.add_argument("--steps", type=int, default=None, help="updates (default 20000)")
-    p.add_argument("--members", type=int, default=None)
-    p.add_argument("--alpha", type=float, default=None, help="GTF α (default 0.1)")
-    p.add_argument("--noise", type=float, default=None,
-                   help="std of the Gaussian noise on the teacher signals (default 0.05)")
+    p.add_argument("--members", type=int, default=None, help="seeds per setting (default 2)")
+    p.add_argument("--alpha", type=_floats, default=None, metavar="A1,A2",
+                   help="GTF α values swept (default 0.1,0.3)")
+    p.add_argument("--noise", type=_floats, default=None, metavar="S1,S2", help="teacher-signal "
+                   "noise std values swept (default 0,0.05)")
     p.add_argument("--seq-len", type=int, default=None, help="GTF window T (default 200)")
     p.add_argument("--hidden-dim", type=int, default=None, help="shPLRNN L (default 250)")
     p.add_argument("--embedding", default=None, metavar="M,TAU",
                    help="delay embedding (default: dsr.choose_embedding on the training part)")
+    p.add_argument("--taus", default=None, metavar="T1,T2", help="delays τ swept (one sweep "
+                   "program each, the embedding's M); default: the embedding's τ alone")
     p.add_argument("--solver", default=None,
                    help="dsr.fit's solver (default: sequential on CPU, auto elsewhere)")
     a = p.parse_args(argv)
-    t0 = time.perf_counter()
     s = dict(QUICK if a.quick else SETTINGS)
     given = ("steps", "members", "alpha", "noise", "solver", "seq_len", "hidden_dim")
     s.update({k: getattr(a, k) for k in given if getattr(a, k) is not None})
+    return p, a, s
+
+
+def _recording(a):
     if a.synthetic:
         from .ecg_like import FS, ecg_like
 
@@ -223,32 +247,62 @@ def main(argv=None):
         raise SystemExit("give PATH (a one-channel .npy) or --synthetic")
     if a.quick:  # a short stretch, and a short held-out part
         raw, a.test_seconds = raw[: int(60 * fs)], 10.0
+    return raw, fs
+
+
+def _sweep_delays(p, a, s, raw, fs) -> dict:
+    """One sweep per delay; `{tau: (res, x_train, x_test, m, mu, sd, train_s)}`."""
+    emb = _embedding(p, a.embedding)
+    if emb is None:
+        _, first, (m, tau), _, _ = prepare(raw, fs, a.test_seconds)
+        emb = (m, tau)
+    taus = [int(t) for t in a.taus.split(",")] if a.taus else [emb[1]]
+    out = {}
+    for tau in taus:
+        x_train, x_test, (m, tau), mu, sd = prepare(raw, fs, a.test_seconds, (emb[0], tau))
+        print(f"embedding m={m}, tau={tau} ({1000 * tau / fs:.0f} ms); train {x_train.shape}, "
+              f"held out {x_test.shape}; {s}")
+        t1 = time.perf_counter()
+        res = train(x_train, s, a.seed, os.path.join(a.out, f"fit_tau{tau}.ckpt"))
+        if res.interrupted:
+            return {}
+        out[tau] = (res, x_train, x_test, m, mu, sd, time.perf_counter() - t1)
+    return out
+
+
+def _kept_D_H(res) -> float:
+    return float(np.median([res.sweep.rows[j]["D_H"] for j in res.sweep.selected_members]))
+
+
+def main(argv=None):
+    p, a, s = _arguments(argv)
+    t0 = time.perf_counter()
+    raw, fs = _recording(a)
     os.makedirs(a.out, exist_ok=True)
-    x_train, x_test, (m, tau), mu, sd = prepare(raw, fs, a.test_seconds,
-                                                _embedding(p, a.embedding))
-    print(f"embedding m={m}, tau={tau} ({1000 * tau / fs:.0f} ms); train {x_train.shape}, "
-          f"held out {x_test.shape}; {s}")
-    t1 = time.perf_counter()
-    res = train(x_train, s, a.seed, os.path.join(a.out, "fit.ckpt"))
-    train_s = time.perf_counter() - t1
-    if res.interrupted:
-        print(f"interrupted after {len(res.history['wall_time'])} updates; run the same "
-              "command again to resume from the checkpoint")
+    runs_by_tau = _sweep_delays(p, a, s, raw, fs)
+    if not runs_by_tau:
+        print("interrupted; run the same command again to resume from the checkpoints")
         return None
+    tau = min(runs_by_tau, key=lambda t: _kept_D_H(runs_by_tau[t][0]))
+    res, x_train, x_test, m, mu, sd, train_s = runs_by_tau[tau]
     rows, runs = evaluate_all(res, x_train, x_test, s, fs)
     cols = ["name", "status", "D_stsp", "D_H", "beats", "rr_mean", "rr_std", "rr_median",
-            "premature", "max_abs", "best_step"]
+            "premature", "max_abs", "best_step", "alpha", "noise"]
     print(table(rows, cols))
     draw(os.path.join(a.out, "recording.png"), x_test, runs, fs, tau)
+    sweeps = {str(t): dict(rows=r[0].sweep.rows, selected=r[0].sweep.setting,
+                           kept_D_H=_kept_D_H(r[0]), train_s=r[6])
+              for t, r in runs_by_tau.items()}
     v = res.validation
     write_json(os.path.join(a.out, "recording.json"), dict(
         settings=s, embedding=dict(m=m, tau=tau), fs=fs, standardization=[mu, sd],
-        rows=rows, train_s=train_s, validation_s=v["seconds"],
+        rows=rows, train_s=sum(r[6] for r in runs_by_tau.values()),
+        validation_s=sum(r[0].validation["seconds"] for r in runs_by_tau.values()),
         validation=dict(step=v["step"], D_stsp=v["D_stsp"], D_H=v["D_H"]),
-        interrupted=res.interrupted, source="synthetic" if a.synthetic else
-        os.path.basename(a.path)), t0)
-    print(f"training {train_s:.0f} s (validation {v['seconds']:.0f} s); total "
-          f"{time.perf_counter() - t0:.0f} s; wrote {a.out}/recording.json, recording.png")
+        sweeps=sweeps, rule=dict(setting=res.sweep.rule, tau=TAU_RULE),
+        interrupted=False, source="synthetic" if a.synthetic else os.path.basename(a.path)), t0)
+    print(f"delay τ = {tau} of {list(runs_by_tau)} ({TAU_RULE}); training {train_s:.0f} s; "
+          f"total {time.perf_counter() - t0:.0f} s; wrote {a.out}/recording.json, recording.png")
     return rows
 
 

@@ -156,7 +156,7 @@ def test_every_public_name_has_an_api_entry():
 # ------------------------------------------------------------------ reference tables vs code
 
 API_GROUPS = ("Training and α strategies", "Models", "Generation and evaluation",
-              "Ensembles and devices", "Solvers and scans", "Files", "Extension")
+              "Ensembles and devices", "Sweeps", "Solvers and scans", "Files", "Extension")
 
 
 def _public_names(mod) -> list[str]:

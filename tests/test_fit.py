@@ -178,7 +178,8 @@ def test_auto_solver_choice():
     for M, T, K in ((3, 64, 1), (3, 200, 4), (16, 1000, 16)):
         assert isinstance(resolve_solver("auto", M, "cpu", seq_len=T, members=K),
                           dsr.Sequential)
-    assert isinstance(resolve_solver("auto", 64, "gpu"), dsr.DEER)  # reasoned, not measured
+    assert isinstance(resolve_solver("auto", 64, "gpu"), dsr.DEER)  # measured (one H200, quick)
+    assert isinstance(resolve_solver("auto", 64, "tpu"), dsr.DEER)  # reasoned, not measured
     assert resolve_solver("quasi", 10).jacobian == "diag"
 
 

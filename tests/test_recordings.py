@@ -222,7 +222,10 @@ def test_recording_example_quick_on_the_synthetic_ecg(tmp_path):
         rows = recording.main(["--synthetic", "--quick", "--out", str(tmp_path)])
     out = json.loads((tmp_path / "recording.json").read_text())
     names = [r["name"] for r in out["rows"]]
-    assert names[:4] == [f"member {i}" for i in range(4)] and "VAR(1)" in names
+    assert names[:2] == ["member 0", "member 1"] and "VAR(1)" in names
+    (tau, sweep), = out["sweeps"].items()  # one delay: a sweep of α × noise × 2 seeds
+    assert int(tau) == out["embedding"]["tau"] and len(sweep["rows"]) == 2 * 2
+    assert {r["noise"] for r in sweep["rows"]} == {0.0, 0.05}
     assert "floor (training part)" in names and len(rows) == len(names)
     assert (tmp_path / "recording.png").stat().st_size > 0
     assert {"D_stsp", "D_H", "rr_mean", "rr_std", "premature", "status"} <= set(out["rows"][0])

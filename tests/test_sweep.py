@@ -3,6 +3,9 @@ size, must equal that setting trained alone (float64, the same keys, to 1e-12), 
 resume bit-exactly, and the selection must follow the validation scores."""
 
 import os
+import subprocess
+import sys
+import textwrap
 
 import equinox as eqx
 import jax
@@ -122,6 +125,7 @@ def test_members_equal_their_setting_trained_alone_sizes_lr_alpha_noise():
     assert_members_equal(res, sw, {}, members=(0, 37, 63))
 
 
+@pytest.mark.slow  # ≈ 25 s; the fast suite keeps the sizes / lr / α / noise case
 def test_members_equal_alone_with_adaptive_alpha_and_swept_lambda():
     reg = dsr.Regularization(1, lambda_mar=0.5, lambda_l1=0.0, lambda_l2=1e-3)
     grid = dsr.Grid(alpha=(0.5, 1.0), lambda_mar=(0.0, 2.0))
@@ -191,3 +195,41 @@ def test_killed_sweep_resumes_bit_exactly(tmp_path):
     assert len(got) == len(ref)
     for a, b in zip(got, ref):
         np.testing.assert_array_equal(a, b)
+
+
+SHARDED = textwrap.dedent("""
+    import os
+    os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=4"
+    import jax, jax.numpy as jnp, numpy as np
+    jax.config.update("jax_enable_x64", True)
+    import dsr
+    assert len(jax.devices()) == 4
+    rng = np.random.default_rng(0)
+    X = np.cumsum(rng.normal(size=(1600, 3)), 0) * 0.05
+    make = lambda key, hidden_dim: dsr.ShPLRNN(3, 3, hidden_dim, key=key, dtype=jnp.float64)
+    grid = dsr.Grid(learning_rate=(1e-3, 3e-3), noise=(0.0, 0.1, 0.2), hidden_dim=(4, 8))
+    sw = dsr.sweep(make, grid, runs=1, key=jax.random.key(1))   # 12 members: 3 per device
+    kw = dict(seq_len=16, batch_size=2, steps=4, progress=False, solver="sequential",
+              key=jax.random.key(2), monitor_every=0, validation=0.25, eval_every=2)
+    a = dsr.fit(sw, X, 0.2, **kw)
+    odd = dsr.sweep(make, dsr.Grid(noise=(0.0, 0.1, 0.2), hidden_dim=(4, 8)), runs=1,
+                    key=jax.random.key(1))   # 6 members: padded to 8 on 4 devices
+    c = dsr.fit(odd, X, 0.2, **kw)
+    d = dsr.fit(odd, X, 0.2, devices="all", **kw)
+    np.testing.assert_allclose(c.history["loss"], d.history["loss"], rtol=1e-10, atol=1e-13)
+    b = dsr.fit(sw, X, 0.2, devices="all", **kw)
+    for u, v in zip(jax.tree_util.tree_leaves(a.sweep.models),
+                    jax.tree_util.tree_leaves(b.sweep.models)):
+        np.testing.assert_allclose(u, v, rtol=1e-10, atol=1e-13)
+    assert a.sweep.selected == b.sweep.selected
+    print("SHARDED-OK")
+""")
+
+
+@pytest.mark.slow  # a subprocess with 4 host devices, ≈ 1 min
+def test_sharded_sweep_equals_unsharded_on_four_cpu_devices():
+    """Per-member settings and masks are placed with their members (member-sharded)."""
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    out = subprocess.run([sys.executable, "-c", SHARDED], capture_output=True, text=True,
+                         env=env, timeout=600)
+    assert "SHARDED-OK" in out.stdout, out.stderr[-3000:]

@@ -193,3 +193,56 @@ def _bool(label, v):
     if isinstance(v, bool):
         return v
     raise CLIError(f"{label} must be true or false; got {v!r}.")
+
+
+def _alpha_value(label, v):
+    x = _alpha(label, v)
+    if x == "adaptive":
+        raise CLIError(f"{label}: a sweep takes numbers (with --alpha adaptive they are the "
+                       "aGTF start values); got 'adaptive'.")
+    return x
+
+
+#: The options `fit --sweep` can vary within one program: the key (an option's name without
+#: its dashes), the `dsr.Grid` setting it becomes and its values' converter.
+SWEEP_KEYS: dict[str, tuple[str, Callable]] = {
+    "alpha": ("alpha", _alpha_value), "lr": ("learning_rate", _float()),
+    "noise": ("noise", _nonnegative), "hidden-dim": ("hidden_dim", integer(1)),
+    "latent-dim": ("latent_dim", integer(1))}
+
+
+def _sweep(label, v) -> dict | None:
+    """`KEY=V1,V2 ...` (flags) or `{KEY: [V1, V2]}` (a config file) → `{KEY: [values]}`,
+    each value converted as its option's; KEY as on the command line (`hidden-dim`)."""
+    if v is None:
+        return None
+    if isinstance(v, str):
+        v = v.split()
+    items = v.items() if isinstance(v, dict) else []
+    if isinstance(v, (list, tuple)):
+        try:
+            items = [tuple(s.split("=", 1)) for s in v if isinstance(s, str)]
+        except ValueError:
+            items = []
+        if len(items) != len(v) or any(len(i) != 2 for i in items):
+            raise CLIError(f"{label} takes KEY=V1,V2,... items, e.g. alpha=0.05,0.1 "
+                           f"lr=1e-3,3e-3; got {' '.join(map(str, v))!r}.")
+    out = {}
+    for key, values in items:
+        key = str(key).strip().replace("_", "-")
+        if key not in SWEEP_KEYS:
+            raise CLIError(f"{label}: {key!r} cannot be swept in one program; sweepable: "
+                           f"{', '.join(SWEEP_KEYS)} (other options: separate runs).")
+        if key in out:
+            raise CLIError(f"{label}: {key} is given twice.")
+        values = values.split(",") if isinstance(values, str) else values
+        if not isinstance(values, (list, tuple)) or not values:
+            raise CLIError(f"{label}: {key} needs values, e.g. {key}=V1,V2.")
+        conv = SWEEP_KEYS[key][1]
+        out[key] = [conv(f"{label} {key}", x.strip() if isinstance(x, str) else x)
+                    for x in values]
+        if len(set(out[key])) != len(out[key]):
+            raise CLIError(f"{label}: {key} repeats a value ({out[key]}).")
+    if not out:
+        raise CLIError(f"{label} is empty; give KEY=V1,V2 items.")
+    return out

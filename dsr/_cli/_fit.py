@@ -35,6 +35,8 @@ from ._data import (Layout, Standardization, embed_series, load_recordings, mode
 from ._errors import CLIError
 from ._evaluate import draw_reference, evaluate_and_draw
 from ._models import check_run_imports, constructor_sizes, model_class
+from ._records import fit_record, print_fit
+from ._sweep import build_sweep, check_sweep_options, describe as describe_sweep, write_sweep
 from ._options import (FIT_OPTIONS, IDENTITY, OUTPUT, TRAINING_SETTINGS, resolve,
                        schedule_object)
 
@@ -111,16 +113,21 @@ def build_model(opts: dict, n_obs: int, n_inputs: int, key):
     cls = model_class(opts["model"], opts["import"])
     defaults = {o.name: o.default for o in FIT_OPTIONS}
     kw = constructor_sizes(cls, opts, n_inputs, defaults)
-    M = opts["latent_dim"] or n_obs
-
-    def make(k):
+    def make(k, latent_dim=opts["latent_dim"] or n_obs, **sizes):
+        kws = dict(kw, **sizes)
         try:
-            return cls(obs_dim=n_obs, latent_dim=M, key=k, **kw)
+            return cls(obs_dim=n_obs, latent_dim=latent_dim, key=k, **kws)
         except (TypeError, ValueError) as e:
             raise CLIError(f"--model {opts['model']}: {cls.__qualname__}(obs_dim={n_obs}, "
-                           f"latent_dim={M}, {', '.join(f'{k}={v}' for k, v in kw.items())}) "
+                           f"latent_dim={latent_dim}, "
+                           f"{', '.join(f'{k}={v}' for k, v in kws.items())}) "
                            f"fails: {str(e).splitlines()[0]}") from None
 
+    if opts.get("sweep"):
+        try:
+            return build_sweep(opts, make, key)
+        except ValueError as e:
+            raise CLIError(f"--sweep: {e}") from None
     return make(key) if opts["runs"] == 1 else ensemble(make, opts["runs"], key=key)
 
 
@@ -148,7 +155,8 @@ def _data_record(data: Prepared) -> dict:
 
 
 def _describe(opts, data: Prepared, model) -> str:
-    spec = model_spec(model)
+    sweep = getattr(model, "ensemble", None) is not None  # a dsr.Sweep
+    spec = model_spec(model.ensemble if sweep else model)
     hp = spec["hyperparameters"]
     runs = f", {opts['runs']} runs (one ensemble)" if opts["runs"] > 1 else ""
     steps = sum(len(s.x) for s in data.series)
@@ -158,7 +166,8 @@ def _describe(opts, data: Prepared, model) -> str:
                      if k != "dtype" and v is not None and not (k == "input_dim" and v == 0))
     return (f"data: {len(data.series)} file(s), {steps} time steps × {len(data.names)} "
             f"variables {data.names}" + ("; standardized" if data.std.enabled else "") +
-            f"\nmodel: {spec['class']} {sizes}" + runs)
+            f"\nmodel: {spec['class']} {sizes}" + (
+                "\n" + describe_sweep(opts) if sweep else runs))
 
 
 def _absolute_paths(opts: dict) -> dict:
@@ -179,7 +188,8 @@ def _inputs_of(opts: dict) -> list:
 
 
 def new_fit(flags: dict, config_path, argv) -> int:
-    opts, _ = resolve(FIT_OPTIONS, flags, config_path)
+    opts, given = resolve(FIT_OPTIONS, flags, config_path)
+    check_sweep_options(opts, given)
     if not opts["data"]:
         raise CLIError("fit: give the DATA file(s) to train on (or --resume RUN_DIR).")
     if not flags.get("out"):
@@ -198,7 +208,8 @@ def new_fit(flags: dict, config_path, argv) -> int:
         run.prepare(force, _inputs_of(opts))
         cfg = {"dsr_run": CONFIG_VERSION, "created": now(), "options": opts,
                "data": _data_record(data), "standardization": data.std.as_dict(),
-               "model": model_spec(model), "versions": versions(), "device": device(),
+               "model": model_spec(getattr(model, "ensemble", model)),
+               "versions": versions(), "device": device(),
                "sessions": []}
         run.write_config(dict(cfg, fit={"status": "created"}))
         run.write_array(run.context, data.train[0][:opts["context_steps"]])
@@ -313,30 +324,6 @@ def _checkpoint_to_resume(run: RunFolder) -> str | None:
     return run.checkpoint if os.path.isfile(run.checkpoint) else None
 
 
-def _fit_record(res, wall: float, start_step: int) -> dict:
-    h = res.history
-    loss = np.atleast_2d(h["loss"])
-    tail = max(1, loss.shape[1] // 10)
-    return {"status": "interrupted" if res.interrupted else "done",
-            "steps_done": int(loss.shape[1]), "started_at_step": start_step,
-            "wall_s": wall, "final_loss": np.nanmean(loss[:, -tail:], axis=1).tolist(),
-            "alpha": np.atleast_1d(res.alpha).tolist(),
-            "stopped": np.atleast_1d(res.stopped).tolist(),
-            "free_run": res.free_run if isinstance(res.free_run, list) else [res.free_run],
-            "validation": _validation_record(res.validation), "settings": res.settings}
-
-
-def _validation_record(v) -> dict | None:
-    """`FitResult.validation` as JSON: per member (rows) and validation step (columns)."""
-    if v is None:
-        return None
-    rows = lambda a: np.atleast_2d(a).tolist()  # noqa: E731
-    return {"step": np.asarray(v["step"]).tolist(), "D_stsp": rows(v["D_stsp"]),
-            "D_H": rows(v["D_H"]), "best_step": np.atleast_1d(v["best_step"]).tolist(),
-            "best_score": np.atleast_1d(v["best_score"]).tolist(), "keep": v["keep"],
-            "seconds": v["seconds"]}
-
-
 def train(run, cfg, opts, data: Prepared, model, argv, resume_settings) -> int:
     """Train (or continue), then save the model, history, config and evaluation."""
     _, _, key_eval = run_keys(opts["seed"])
@@ -358,13 +345,17 @@ def train(run, cfg, opts, data: Prepared, model, argv, resume_settings) -> int:
         run.write_config(cfg)
         raise
     wall = time.perf_counter() - t0
+    if res.sweep is not None and opts["runs"] == 1:  # one seed: the selected model itself
+        res = dataclasses.replace(res, model=res.model[0])
     save(run.model, res.model, extra={"standardization": data.std.as_dict(),
                                       "names": data.names, "dt": data.dt})
-    write_history(run.history, res.history, opts["runs"])
-    cfg["fit"] = _fit_record(res, wall, done_before)
+    write_history(run.history, res.history, np.atleast_2d(res.history["loss"]).shape[0])
+    cfg["fit"] = fit_record(res, wall, done_before)
+    if res.sweep is not None:
+        cfg["fit"]["sweep"] = write_sweep(run, res)
     session.update(finished=now(), steps=cfg["fit"]["steps_done"], wall_s=wall)
     run.write_config(cfg)
-    _print_fit(run, cfg["fit"], done_before)
+    print_fit(run, cfg["fit"], done_before)
     if res.interrupted:
         print(f"interrupted: continue with `python -m dsr fit --resume {run.path}`")
         return 130
@@ -376,20 +367,3 @@ def train(run, cfg, opts, data: Prepared, model, argv, resume_settings) -> int:
         draw_reference(run, res.model, data.train[0], opts, data.std, data.names, data.dt,
                        hist)
     return 0
-
-
-def _print_fit(run, rec: dict, done_before: int) -> None:
-    new = rec["steps_done"] - done_before
-    loss = ", ".join(f"{v:.4g}" for v in rec["final_loss"])
-    print(f"training: {new} updates in {rec['wall_s']:.1f} s (now {rec['steps_done']}); "
-          f"final loss {loss}")
-    bad = [f"member {i}: {fr.get('status')} (after {fr.get('after_updates')} updates)"
-           for i, fr in enumerate(rec["free_run"]) if fr and fr.get("status") != "ok"]
-    if bad:
-        print("free-run check: " + "; ".join(bad))
-    val = rec.get("validation")
-    if val:
-        best = ", ".join(f"{s:.4g} at {b}" for s, b in zip(val["best_score"], val["best_step"]))
-        print(f"validation: best D_stsp (binning) {best} (keep {val['keep']}; "
-              f"{val['seconds']:.1f} s)")
-    print(f"saved: {run.model}, {run.checkpoint}, {run.history}, {run.config}")

@@ -55,7 +55,7 @@ def _add_options(parser: argparse.ArgumentParser, options: list[Option]) -> None
                            help=help_text)
         else:
             g.add_argument(o.long, dest=o.dest, metavar=o.metavar or o.name.upper(),
-                           nargs="+" if o.name == "inputs" else None, help=help_text)
+                           nargs="+" if o.name in ("inputs", "sweep") else None, help=help_text)
 
 
 def _run_dir_command(sub, name: str, summary: str, description: str):

@@ -24,8 +24,8 @@ from .._solvers._resolve import SOLVER_NAMES
 from .._training._validation import KEEP
 from ..metrics import evaluate
 from ._converters import (_alpha, _bool, _choice, _delay_embed, _embedding, _float, _list,
-                          _model, _nonnegative, _path, _paths, _schedule, _validation, auto_or,
-                          integer)
+                          _model, _nonnegative, _path, _paths, _schedule, _sweep, _validation,
+                          auto_or, integer)
 from ._converters import schedule_object as schedule_object
 from ._errors import CLIError
 from ._models import MODELS
@@ -113,8 +113,13 @@ TRAINING = [
            "exponential[:FINAL] (geometric decay to FINAL, default 1e-6, as the GTF authors)",
            "training", "NAME"),
     Option("solver", _choice(*SOLVER_NAMES), F["solver"], "GTF solver", "training"),
-    Option("runs", integer(1), 1, "independent runs K, trained together as one ensemble",
-           "training", "K"),
+    Option("runs", integer(1), 1, "independent runs K, trained together as one ensemble "
+           "(with --sweep: seeds per setting)", "training", "K"),
+    Option("sweep", _sweep, None, "train every combination of these values (their product) "
+           "× --runs seeds as one program and keep the best setting by its median validation "
+           "score (needs --validation): KEY=V1,V2 ... with KEY one of alpha, lr, noise, "
+           "hidden-dim, latent-dim; every member's scores go to sweep.csv and sweep.png",
+           "training", "KEY=V1,V2"),
     Option("seed", integer(0), 0, "random seed (initialization, windows, evaluation)", "training"),
     Option("checkpoint_every", integer(1), F["checkpoint_every"], "updates between checkpoints",
            "training"),
@@ -152,7 +157,7 @@ EVAL_OPTIONS = EVALUATION + OUTPUT
 BY_NAME = {o.name: o for o in FIT_OPTIONS}
 #: Options that fix what the run is; `fit --resume` refuses to change them.
 IDENTITY = ("data", "inputs", "columns", "key", "standardize", "delay_embed", "model", "latent_dim",
-            "hidden_dim", "rank", "relu_units", "runs", "seed")
+            "hidden_dim", "rank", "relu_units", "runs", "seed", "sweep")
 #: Options that change the training result; changing one on resume needs --resume-settings.
 TRAINING_SETTINGS = ("alpha", "steps", "seq_len", "batch_size", "warmup", "lr", "lr_schedule",
                      "noise",

@@ -1,8 +1,8 @@
 """What `"auto"` picks for the scan backend, per backend: measured where measured.
 
 `AUTO_TABLE[backend]` holds the choices measured on that backend (`benchmarks.scan` on CPU;
-`benchmarks.device` prints the entry for an accelerator, to be pasted here). A backend
-without an entry gets `REASONED_DEFAULT`, argued below but not measured.
+`benchmarks.device` on one NVIDIA H200 for "gpu"; it prints the entry for any accelerator).
+A backend without an entry gets `REASONED_DEFAULT`, argued below but not measured.
 
 An entry has
 - `"full"`, `"diag"`: rules `(max_M, max_T, method)` for full and diagonal multipliers; the
@@ -33,13 +33,33 @@ AUTO_TABLE: dict[str, dict] = {
                     32: "unrolled"},
         "source": "benchmarks.scan and benchmarks.scan --combine on a 2-vCPU AMD EPYC VM",
     },
+    # `python -m benchmarks.device` (its `benchmarks.scan --combine` part) on one NVIDIA H200,
+    # jax 0.11.2, float32, 2026-12-04 (docs/performance/gpu/scan.json): full multipliers,
+    # M = 4, 16 × T = 1,024, 32,768 and M = 64 × T = 1,024 (the run's deadline came before
+    # M = 64, T = 32,768), forward and reverse: `associative` was the fastest in all 10 cells,
+    # 1.8–7.7× ahead of `chunked` (the reasoned default's pick for M > 32, 2.0–2.3× slower at
+    # M = 64) and 15–367× ahead of `sequential` (≈ 5 µs per step). The combine: unrolled at
+    # M = 4 (all four cells), matmul at M = 64 and, summed over T and direction, at M = 16
+    # (unrolled won at T = 1,024). Diagonal multipliers were not reached: that rule is the
+    # reasoned default's, not measured. Measured at JAX's default float32 matmul precision
+    # (TF32 products on this GPU): measure again if the solvers change their precision.
+    # JAX calls ROCm GPUs "gpu" too; only an NVIDIA H200 was measured.
+    "gpu": {
+        "full": ((None, None, "associative"),),
+        "diag": ((None, None, "associative"),),
+        "combine": {4: "unrolled", 16: "matmul", 64: "matmul"},
+        "source": "benchmarks.device (benchmarks.scan --combine) on one NVIDIA H200: "
+                  "docs/performance/gpu/scan.json (full multipliers and combine measured; "
+                  "diagonal reasoned)",
+    },
 }
 
-# Accelerators (not measured yet): depth matters most, so the O(log T)-depth associative
-# scan, as DEER (Lim et al. 2024) and quasi-DEER use. For large full matrices the work T·M³
-# saturates the device; the chunked form composes each chunk once (≈ half the associative
-# scan's up- and down-sweep matmuls) in batched matmuls. Small matrices: batched matmuls of
-# 2×2…8×8 blocks use a GPU poorly, while the unrolled combine is one elementwise kernel.
+# Other accelerators (not measured; "gpu" above was, on one H200): depth matters most, so
+# the O(log T)-depth associative scan, as DEER (Lim et al. 2024) and quasi-DEER use. For large
+# full matrices the work T·M³ saturates the device; the chunked form composes each chunk once
+# (≈ half the associative scan's up- and down-sweep matmuls) in batched matmuls. Small
+# matrices: batched matmuls of 2×2…8×8 blocks use a GPU poorly, while the unrolled combine is
+# one elementwise kernel.
 REASONED_DEFAULT: dict = {
     "full": ((32, None, "associative"), (None, None, "chunked")),
     "diag": ((None, None, "associative"),),

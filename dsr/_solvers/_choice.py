@@ -21,9 +21,18 @@ SOLVER_TABLE: dict[str, dict] = {
     "cpu": {"rules": ((None, None, None, "sequential"),),
             "source": "benchmarks.solver_choice (K ≤ 16, T ≤ 1000, M ≤ 16, batch 16) on a "
                       "2-vCPU AMD EPYC VM: docs/performance/solver_choice.json"},
+    # `python -m benchmarks.solver_choice --quick` on one NVIDIA H200 (jax 0.11.2, float32,
+    # 2026-12-04; docs/performance/gpu/solver_choice.json), K = 1, 4 × T = 64, 200 × M = 3, 16:
+    # DEER was faster in 7 of 8 cells, by 1.11–2.73× (the 8th, K = 4, T = 200, M = 16:
+    # sequential by 1.09×); the full grid (K = 16, T = 1,000, M = 8) was not run. The DEER
+    # solves ran at JAX's default float32 matmul precision, with which GTF-DEER did not reach
+    # its tolerance on this GPU (docs/performance.md, "On a GPU (one H200)").
+    "gpu": {"rules": ((None, None, None, "deer"),),
+            "source": "benchmarks.solver_choice --quick (K ≤ 4, T ≤ 200, M = 3, 16, batch 16) "
+                      "on one NVIDIA H200: docs/performance/gpu/solver_choice.json"},
 }
 
-# Accelerators (not measured yet: no GPU was available when the table was made): DEER's
+# Other accelerators (not measured; "gpu" above was, on one H200): DEER's
 # O(log T)-depth Newton steps are what the method is for (Hess, Götz, Durstewitz (2026),
 # arXiv:2605.12683); a sequential loop leaves a GPU idle for all but tiny batches.
 REASONED_SOLVER: dict = {"rules": ((None, None, None, "deer"),),

@@ -201,9 +201,10 @@ class DEER(AbstractSolver):
 
     def solve(self, step, jac, params, z0, us, z_init):
         lin = as_linearization(jac)
-        z_star, info, J = self.newton(
-            step, lin, *jax.lax.stop_gradient((params, z0, us, z_init))
-        )
+        with jax.default_matmul_precision(NEWTON_PRECISION):
+            z_star, info, J = self.newton(
+                step, lin, *jax.lax.stop_gradient((params, z0, us, z_init))
+            )
         adjoint_diag = self.diagonal and not self.exact_adjoint
         if J is not None and adjoint_diag != self.diagonal:
             J = None  # quasi-DEER with the exact adjoint: the full Jacobians at z*
@@ -212,6 +213,14 @@ class DEER(AbstractSolver):
         if self.throw:
             z = eqx.error_if(z, ~info.converged, "DEER did not converge; see SolverInfo.")
         return z, info
+
+
+#: Matrix products of the Newton iterations and of the adjoint in full float32 precision:
+#: on GPUs JAX's default runs float32 products in TF32 (10-bit mantissa), which left every
+#: GTF-DEER solve on an H200 at its iteration cap with residual steps of 1e-4 > the 1e-5
+#: tolerance; with "highest" it converged in 2 iterations (docs/performance.md, "On a GPU").
+#: No effect on CPUs, whose float32 products are full precision anyway.
+NEWTON_PRECISION = "highest"
 
 
 def implicit_fixed_point(step, lin, diagonal, scan_method, chunk_size):
@@ -229,6 +238,10 @@ def implicit_fixed_point(step, lin, diagonal, scan_method, chunk_size):
         return z_star, (params, z0, us, z_star, J_star)
 
     def bwd(res, g):
+        with jax.default_matmul_precision(NEWTON_PRECISION):
+            return _bwd(res, g)
+
+    def _bwd(res, g):
         params, z0, us, z_star, J = res
         zero = jnp.zeros_like(z_star), jax.tree_util.tree_map(jnp.zeros_like, J)
         if J is None and _is_fused(scan_method, *z_star.shape, diagonal):

@@ -21,7 +21,8 @@ def resolve_solver(solver: AbstractSolver | str, latent_dim: int = 0,
     documentation's Performance page, `python -m benchmarks.solver_choice`): on CPU the
     sequential solver, which was faster at 26 of 27 measured shapes (K ≤ 16, T ≤ 1,000,
     M ≤ 16; the 27th within noise); on accelerators GTF-DEER (full Jacobian), whose O(log T)-depth Newton steps are
-    the point of the method (not measured yet).
+    the point of the method (on one H200 it was faster at 7 of 8 shapes of the quick grid;
+    other accelerators: reasoned, not measured).
 
     **Arguments:**
 
