@@ -92,7 +92,9 @@ def test_esn_in_jax_equals_reservoirpy():
 def _check_payload(out, systems, methods, members, variants=("clean",)):
     p = json.loads((out / "compare.json").read_text())
     assert p["complete"] and p["settings"]["systems"] == list(systems)
-    assert (out / "compare.png").stat().st_size > 0 and (out / "table.md").exists()
+    for v in variants:  # one figure per variant
+        assert (out / f"compare_{v}.png").stat().st_size > 0
+    assert (out / "table.md").exists()
     cells = {(c["system"], c["variant"], c["method"]): c for c in p["cells"]}
     for s in systems:
         for v in variants:

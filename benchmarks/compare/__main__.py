@@ -1,9 +1,11 @@
-"""`python -m benchmarks.compare [--quick] [--systems NAME ...] [--methods ...] [--members K]
-[--steps N] --out DIR`: dsr (shPLRNN and clipped shPLRNN ensembles by GTF-DEER) against SINDy,
-an echo-state network and VAR(1) on dysts systems and Lorenz-96, clean and with 5 % observation
-noise; every member of every method in `DIR/compare.json`, a table (`DIR/table.md`, printed)
-and a figure (`DIR/compare.png`). Finished (system, variant, method) cells are checkpointed
-under `DIR/cells/` (and dsr's training under `DIR/ckpt/`): rerunning the same command resumes.
+"""`python -m benchmarks.compare [--quick] [--systems NAME ... | --extra] [--methods ...]
+[--members K] [--runs R] [--steps N] --out DIR`: dsr (a validation-scored sweep of shPLRNN
+ensembles by GTF, per cell) against SINDy, an echo-state network and VAR(1) on dysts systems and
+Lorenz-96, clean and with 5 % observation noise; every member of every method in
+`DIR/compare.json`, a table (`DIR/table.md`, printed) and one figure per variant
+(`DIR/compare_clean.png`, `DIR/compare_noisy.png`). Finished (system, variant, method) cells
+are checkpointed under `DIR/cells/` (and dsr's training under `DIR/ckpt/`): rerunning the
+same command resumes.
 `--check-systems` makes only the data sets (no training) and says, per system, how or why not.
 """
 
@@ -15,12 +17,12 @@ import sys
 import time
 
 from ._cells import check_settings
-from ._run import METHODS, VARIANTS
-from ._systems import DEFAULT_SYSTEMS, QUICK_SYSTEMS, check_systems
+from ._run import DEFAULT_METHODS, METHODS, VARIANTS
+from ._systems import DEFAULT_SYSTEMS, EXTRA_SYSTEMS, QUICK_SYSTEMS, check_systems
 
-DEFAULT = dict(members=4, steps=2000, n_train=10_000, n_test=8_000, pts_per_period=100,
+DEFAULT = dict(members=4, runs=3, steps=3000, n_train=10_000, n_test=8_000, pts_per_period=100,
                transient=2_000, horizon=400, n_rmse=25, seed=0, grid="full")
-QUICK = dict(DEFAULT, members=2, steps=60, n_train=2_500, n_test=2_000, horizon=100,
+QUICK = dict(DEFAULT, members=2, runs=2, steps=60, n_train=2_500, n_test=2_000, horizon=100,
              transient=500, variants=["clean"], grid="small")
 
 
@@ -32,12 +34,21 @@ def parse(argv):
     p.add_argument("--systems", nargs="+", metavar="NAME",
                    help="dysts system names (or Lorenz96 = data_gen's); default: "
                         + " ".join(DEFAULT_SYSTEMS))
-    p.add_argument("--methods", nargs="+", choices=METHODS, default=list(METHODS))
+    p.add_argument("--extra", action="store_true",
+                   help="the four systems named before the rerun and not tuned on instead of "
+                        "the default set: " + " ".join(EXTRA_SYSTEMS))
+    p.add_argument("--methods", nargs="+", choices=METHODS,
+                   help="default: " + " ".join(DEFAULT_METHODS) + " (--quick: all of them)")
     p.add_argument("--variants", nargs="+", choices=tuple(VARIANTS),
                    help="clean and/or noisy (5 %% Gaussian observation noise on the training "
                         "data); default: both (--quick: clean)")
-    p.add_argument("--members", type=int, metavar="K", help="ensemble members / seeds")
-    p.add_argument("--steps", type=int, metavar="N", help="dsr training updates")
+    p.add_argument("--members", type=int, metavar="K",
+                   help="ensemble members / seeds of the ESN")
+    p.add_argument("--runs", type=int, metavar="R",
+                   help="dsr: seeds per setting of its sweep (the selected setting's R "
+                        "members are reported)")
+    p.add_argument("--steps", type=int, metavar="N",
+                   help="dsr training updates (of every member of its sweep)")
     p.add_argument("--numpy-rhs", action="store_true",
                    help="for every dysts system use dysts' own NumPy right-hand side (scipy "
                         "solve_ivp for the data, RK4 through a host callback for the floor), "
@@ -54,10 +65,12 @@ def parse(argv):
     p.add_argument("--docs", metavar="PAGE",
                    help="also write the tables and figure into this markdown page")
     a = p.parse_args(argv)
-    for opt in ("members", "steps"):
+    for opt in ("members", "runs", "steps"):
         v = getattr(a, opt)
         if v is not None and v < 1:
             p.error(f"--{opt} must be ≥ 1; got {v}")
+    if a.extra and a.systems:
+        p.error("--extra and --systems: give one of them")
     return a
 
 
@@ -72,16 +85,20 @@ def main(argv=None) -> int:
         s = dict(base, numpy_rhs=True) if a.numpy_rhs else dict(base)
         rows = check_systems_run(names, s, a.out)
         return 0 if all(r["status"].startswith("ok") for r in rows) else 1
-    systems = check_systems(a.systems or (QUICK_SYSTEMS if a.quick else DEFAULT_SYSTEMS),
-                            a.numpy_rhs, base["pts_per_period"])
-    s = dict(base, systems=systems, methods=list(a.methods),
+    named = EXTRA_SYSTEMS if a.extra else (QUICK_SYSTEMS if a.quick else DEFAULT_SYSTEMS)
+    systems = check_systems(a.systems or named, a.numpy_rhs, base["pts_per_period"])
+    s = dict(base, systems=systems,
+             methods=list(a.methods or (METHODS if a.quick else DEFAULT_METHODS)),
              quick=a.quick)
     if a.numpy_rhs:  # recorded only when set: the settings of earlier runs stay valid
         s["numpy_rhs"] = True
     s["variants"] = list(a.variants or s.get("variants", VARIANTS))
-    for opt in ("members", "steps"):
+    for opt in ("members", "runs", "steps"):
         if getattr(a, opt) is not None:
             s[opt] = getattr(a, opt)
+    from ._dsr_method import BASE, SETTINGS, grid_of
+
+    s["dsr"] = dict(SETTINGS, grid=grid_of(s), unless_in_grid=BASE)  # recorded, and checked
     if a.report_only and not os.path.exists(os.path.join(a.out, "settings.json")):
         raise SystemExit(f"error: --out {a.out}: no run there (no settings.json)")
     os.makedirs(a.out, exist_ok=True)

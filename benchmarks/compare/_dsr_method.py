@@ -1,11 +1,19 @@
-"""dsr: an ensemble of K shPLRNNs, clipped shPLRNNs or AL-RNNs trained by GTF-DEER in one
-vmapped `dsr.fit`, checkpointed so that an interrupted run resumes mid-training.
+"""dsr: per cell and model class (shPLRNN, clipped shPLRNN, AL-RNN) one sweep, the same number
+of validation-scored settings as SINDy's grid (`GRID`: 8), `runs` seeds each (`--runs`),
+all of them trained in ONE vmapped `dsr.fit` (`dsr.sweep`), with free-run validation on the
+validation split SINDy and the ESN are tuned on and `keep="best"`. `dsr.fit` selects the
+setting with the best median validation score over its seeds; that setting's `runs` members
+are the method's members (every one reported, with its setting), and the whole sweep table
+(every member's setting and validation score) goes into the cell's JSON. Training is
+checkpointed, so an interrupted cell resumes mid-training.
 
-No tuning budget is spent on dsr (each extra setting costs a full ensemble fit on this CPU):
-α = 0.1, T = 64, batch 16, learning rate 2e-3, the library's DEER solver; the shPLRNNs with
-M = N latent and L = 64 hidden units, the AL-RNN with M = max(20, N) latent units of which
-the last P = 6 are rectified (its setting on the paper's Lorenz-63 set,
-`tests/test_models.py`); the validation split is not used.
+The grid: α × learning rate (`GRID`), the two settings the window probe found to decide
+whether Thomas reconstructs. Fixed (`SETTINGS`): T = 200 (two dysts periods at 100 samples per
+period) and L = 256 hidden units (better than 64 on all three probed systems; the window probe,
+`_probe_windows` and `docs/compare/probe_windows.json`), batch 16, the sequential solver
+(faster than GTF-DEER on a CPU, `docs/performance.md`); the shPLRNNs with M = N latent
+units, the AL-RNN with M = max(20, N) latent units of which the last P = 6 are rectified (its
+setting on the paper's Lorenz-63 set, `tests/test_models.py`).
 """
 
 from __future__ import annotations
@@ -14,50 +22,102 @@ import os
 import time
 
 import jax
-import jax.numpy as jnp
+import numpy as np
 
 import dsr
 
 from ._member import Member
 
-SETTINGS = dict(alpha=0.1, hidden=64, seq_len=64, batch_size=16, learning_rate=2e-3)
+SETTINGS = dict(hidden=256, seq_len=200, batch_size=16, solver="sequential")
+#: α and learning rate when the grid does not set them (it sets both: these are not used).
+BASE = dict(alpha=0.1, learning_rate=2e-3)
+#: The sweep: 8 settings, as many as SINDy's grid (`_sindy.GRID`); `--quick`: `SMALL_GRID`.
+GRID = dict(alpha=(0.05, 0.1, 0.2, 0.3), learning_rate=(2e-3, 5e-3))
+SMALL_GRID = dict(alpha=(0.1, 0.2))
 ALRNN_SIZES = dict(latent=20, relu_units=6)
 
-#: The comparison's dsr methods: name → the model of one member, from N and a key.
-MODELS = {
-    "shPLRNN": lambda N, key: dsr.ShPLRNN(N, N, SETTINGS["hidden"], key=key),
-    "clipped_shPLRNN": lambda N, key: dsr.ClippedShPLRNN(N, N, SETTINGS["hidden"], key=key),
-    "ALRNN": lambda N, key: dsr.ALRNN(N, max(ALRNN_SIZES["latent"], N),
-                                      ALRNN_SIZES["relu_units"], key=key),
-}
+
+def _shplrnn(cls):
+    def make(N, key, hidden_dim=SETTINGS["hidden"], latent_dim=None):
+        return cls(N, latent_dim or N, hidden_dim, key=key)
+
+    return make
 
 
-def dsr_members(data, k: int, settings: dict, method: str, checkpoint: str, seed: int):
+def _alrnn(N, key, latent_dim=None, hidden_dim=None):
+    return dsr.ALRNN(N, latent_dim or max(ALRNN_SIZES["latent"], N),
+                     ALRNN_SIZES["relu_units"], key=key)
+
+
+#: The comparison's dsr methods: name → the model of one member, from N, a key and the
+#: grid's size keys (`hidden_dim`, `latent_dim`) if it has any.
+MODELS = {"shPLRNN": _shplrnn(dsr.ShPLRNN), "clipped_shPLRNN": _shplrnn(dsr.ClippedShPLRNN),
+          "ALRNN": _alrnn}
+
+
+def grid_of(settings: dict) -> dict:
+    return SMALL_GRID if settings.get("grid") == "small" else GRID
+
+
+def as_member(m, train_s: float, info: dict) -> Member:
+    """One fitted dsr model as the comparison's `Member` (warm start, map, read-out)."""
+    return Member(warm=lambda ctx: dsr.warm_start(m, ctx), step=m.step, observe=m.observe,
+                  train_s=train_s, info=info)
+
+
+def _per_member(x, n: int) -> list:
+    """A `FitResult` field that is one value or one per member, as a list of `n`."""
+    a = np.atleast_1d(np.asarray(x))
+    return [a[i].item() if a.size == n else a.ravel()[0].item() for i in range(n)]
+
+
+def dsr_members(data, settings: dict, method: str, checkpoint: str,
+                seed: int) -> tuple[list[Member], dict]:
+    """The selected setting's members and the cell's sweep record."""
     N = data["train"].shape[1]
-    ens = dsr.ensemble(lambda key: MODELS[method](N, key), k, key=jax.random.key(seed))
+    runs = settings["runs"]
+    grid = dsr.Grid(**grid_of(settings))
+    sw = dsr.sweep(lambda key, **size: MODELS[method](N, key, **size), grid, runs=runs,
+                   key=jax.random.key(seed))
     t0 = time.perf_counter()
     resume = checkpoint if os.path.exists(checkpoint) else None
     wall_file = checkpoint + ".wall_s"  # training time of earlier, interrupted sessions
     before = float(open(wall_file).read()) if resume and os.path.exists(wall_file) else 0.0
-    res = dsr.fit(ens, data["train"], alpha=SETTINGS["alpha"], steps=settings["steps"],
-                  seq_len=SETTINGS["seq_len"], batch_size=SETTINGS["batch_size"],
-                  learning_rate=SETTINGS["learning_rate"], solver=dsr.DEER(),
-                  key=jax.random.key(seed + 1), progress=False, checkpoint=checkpoint,
-                  resume=resume)
+    res = dsr.fit(sw, data["train"], alpha=BASE["alpha"], learning_rate=BASE["learning_rate"],
+                  steps=settings["steps"], seq_len=SETTINGS["seq_len"],
+                  batch_size=SETTINGS["batch_size"], solver=SETTINGS["solver"],
+                  validation=data["val"], keep="best", key=jax.random.key(seed + 1),
+                  progress=False, checkpoint=checkpoint, resume=resume)
     wall = before + time.perf_counter() - t0
     with open(wall_file, "w") as f:
         f.write(repr(wall))
     if res.interrupted:  # Ctrl-C / SIGTERM: the checkpoint is saved; stop, do not score it
         raise KeyboardInterrupt(f"dsr.fit interrupted; rerun to resume from {checkpoint}")
-    stopped = [bool(v) for v in jnp.atleast_1d(jnp.asarray(res.stopped))]
+    table = res.sweep
+    sel = int(table.selected)
+    chosen = dict(table.settings[sel])
+    rows = [dict(r) for r in table.rows]
+    mine = [rows[i] for i in table.selected_members]  # the members of res.model, in order
+    n_all = len(rows)
+    stopped = _per_member(res.stopped, n_all)  # a sweep's cover every member
     members = []
-    for i in range(k):
-        m = res.model[i]
-        members.append(Member(warm=lambda ctx, m=m: dsr.warm_start(m, ctx),
-                              step=lambda z, m=m: m.step(z), observe=lambda z, m=m: m.observe(z),
-                              train_s=wall / k,
-                              info=dict(SETTINGS, steps=settings["steps"], member=i,
-                                        model=type(m).__name__,
-                                        resumed=resume is not None, frozen=stopped[i],
-                                        ensemble_wall_s=wall)))
-    return members
+    for i, m in enumerate(res.model):
+        r = mine[i]
+        frozen = stopped[int(r["member"])]
+        members.append(as_member(m, wall / runs, dict(
+            SETTINGS, **chosen, steps=settings["steps"], setting=sel, seed=int(r["seed"]),
+            member=int(r["member"]), model=type(m).__name__, val_score=r.get("score"),
+            val_D_stsp=r.get("D_stsp"), val_D_H=r.get("D_H"), val_status=r.get("status"),
+            best_step=r.get("step"), resumed=resume is not None, frozen=bool(frozen),
+            sweep_wall_s=wall)))
+    record = dict(sweep=dict(keys=list(table.keys), settings=[dict(g) for g in table.settings],
+                             runs=runs, rule=str(table.rule), selected=sel,
+                             setting_scores=[float(v) for v in np.asarray(table.setting_scores)],
+                             rows=rows),
+                  fit=dict(SETTINGS, steps=settings["steps"], members_trained=n_all,
+                           wall_s=wall, resumed=resume is not None,
+                           validation_s=(res.validation or {}).get("seconds"),
+                           validation=dict(split="the last fifth of the training series "
+                                                 "(the one SINDy and the ESN are tuned on)",
+                                           n=len(data["val"]), keep="best")))
+    return members, record

@@ -1,5 +1,5 @@
 """Collect the cells into `compare.json`, write and print the tables (median ± MAD over members,
-wins per measure) and draw the figure."""
+wins per measure) and draw the figures (one per variant)."""
 
 from __future__ import annotations
 
@@ -72,13 +72,88 @@ def systems_table(cells: list[dict], s: dict) -> list[str]:
     return md
 
 
+def _setting_txt(g: dict) -> str:
+    return ", ".join(f"{'α' if k == 'alpha' else 'lr' if k == 'learning_rate' else k} = {v:g}"
+                     if isinstance(v, (int, float)) else f"{k} = {v}" for k, v in g.items())
+
+
+def sweep_table(cells: list[dict], s: dict) -> list[str]:
+    """Per dsr cell: the selected setting, its median validation score, the next best
+    setting's, and each reported member's best validation step (of `steps`)."""
+    rows = [c for c in cells if c.get("sweep")]
+    if not rows:
+        return []
+    md = ["\n**dsr's sweeps** (per cell: the setting `dsr.fit` selected by the median "
+          "validation score over its seeds, of the grid's "
+          f"{len(rows[0]['sweep']['settings'])}; the runner-up; each reported member's best "
+          "validation step; every member of every setting is in the cell's JSON)\n",
+          "| system | variant | method | selected | its score | runner-up, score | best steps |",
+          "|---|---|---|---|---|---|---|"]
+    for c in rows:
+        sw = c["sweep"]
+        sc = [float(read_number(v)) for v in sw["setting_scores"]]
+        order = sorted(range(len(sc)), key=lambda i: (math.isnan(sc[i]), sc[i]))
+        sel = sw["selected"]
+        other = next((i for i in order if i != sel), None)
+        runner = "—" if other is None else f"{_setting_txt(sw['settings'][other])}: " \
+                                           f"{sc[other]:.3g}"
+        steps = ", ".join(str(m.get("info", {}).get("best_step")) for m in c["members"])
+        md.append(f"| {c['system']} | {c['variant']} | {c['method']} | "
+                  f"{_setting_txt(sw['settings'][sel])} | {sc[sel]:.3g} | {runner} | "
+                  f"{steps} (of {c.get('fit', {}).get('steps', '?')}) |")
+    return md
+
+
+BAD = ("diverged", "collapsed", "off")
+
+
+def bar_table(cells: list[dict], s: dict) -> list[str]:
+    """Issue 30's bar, per dsr method: on how many rows (every method finished) it has the
+    best median D_stsp and D_H, its median D_stsp over the best other method's (≤ 2 on every
+    row), and the rows where half of its members or more are diverged, collapsed or off (its
+    median member then is)."""
+    by = {(c["system"], c["variant"], c["method"]): c for c in cells}
+    methods = list(s["methods"])
+    rows = [(n, v) for n in s["systems"] for v in s["variants"]
+            if all((n, v, m) in by for m in methods)]
+    md = []
+    for d in (m for m in methods if m in DSR):
+        others = [m for m in methods if m != d]
+        best = {"D_stsp": 0, "D_H": 0}
+        worst, bad = (0.0, None), []
+        for n, v in rows:
+            med = {m: median_mad(values(by[(n, v, m)], "D_stsp"))["median"] for m in methods}
+            for meas in best:
+                ms = {m: median_mad(values(by[(n, v, m)], meas))["median"] for m in methods}
+                if all(not ms[d] > ms[m] for m in others if not math.isnan(ms[m])):
+                    best[meas] += 1
+            top = min((med[m] for m in others if not math.isnan(med[m])), default=math.nan)
+            ratio = med[d] / top if top > 0 else math.inf if not math.isnan(top) else 0.0
+            if not ratio <= worst[0]:
+                worst = (ratio, f"{n} {v}")
+            st = [x.get("status") for x in by[(n, v, d)]["members"]]
+            if 2 * sum(x in BAD or x is None for x in st) >= len(st):
+                bad.append(f"{n} {v} ({', '.join(str(x) for x in st)})")
+        if not md:
+            md = ["\n**Issue 30's bar** (rows with every method finished: best median D_stsp "
+                  "and D_H on at least half; median D_stsp within 2 × the best other "
+                  "method's on every row; no row whose median member is diverged, collapsed "
+                  "or off)\n",
+                  "| dsr method | rows | best D_stsp | best D_H | worst D_stsp / best other's "
+                  "| rows with half the members or more diverged / collapsed / off |",
+                  "|---|---|---|---|---|---|"]
+        md.append(f"| {d} | {len(rows)} | {best['D_stsp']} | {best['D_H']} | "
+                  f"{worst[0]:.3g} ({worst[1]}) | {'; '.join(bad) or 'none'} |")
+    return md
+
+
 def tables(cells: list[dict], s: dict) -> tuple[str, dict, dict]:
     by = {(c["system"], c["variant"], c["method"]): c for c in cells}
     methods = list(s["methods"])
     rows = [(n, v) for n in s["systems"] for v in s["variants"]
             if any((n, v, m) in by for m in methods)]
     wins = {meas: {m: 0 for m in methods} for meas in MEASURES}
-    md, losses = systems_table(cells, s), []
+    md, losses = systems_table(cells, s) + sweep_table(cells, s), []
     for meas in MEASURES:
         cols = ["floor"] + methods if meas != "train_s" else methods
         md.append(f"\n**{meas}**" + (f" ({UNITS[meas]})" if UNITS[meas] else "")
@@ -129,6 +204,7 @@ def tables(cells: list[dict], s: dict) -> tuple[str, dict, dict]:
         md.append(f"| {m} | {len(mem)} | {sum(bool(x.get('diverged')) for x in mem)} | "
                   f"{sum(bool(x.get('collapsed')) for x in mem)} | "
                   f"{sum(bool(x.get('failed')) for x in mem)} | {len(cs)} | {wall[m]:.0f} |")
+    md.extend(bar_table(cells, s))
     return "\n".join(md) + "\n", wins, wall
 
 
@@ -142,9 +218,10 @@ def report(out: str, s: dict, log=print) -> dict:
     write_json(os.path.join(out, "compare.json"), result)
     with open(os.path.join(out, "table.md"), "w") as f:
         f.write(md)
-    from ._figure import figure
+    from ._figure import figures
 
-    figure(cells, s, os.path.join(out, "compare.png"))
+    pngs = figures(cells, s, out)
     log(md)
-    log(f"{len(cells)} of {n_expected} cells; wrote {out}/compare.json, table.md, compare.png")
+    log(f"{len(cells)} of {n_expected} cells; wrote {out}/compare.json, table.md, "
+        + ", ".join(os.path.basename(p) for p in pngs.values()))
     return result

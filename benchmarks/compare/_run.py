@@ -19,21 +19,26 @@ from ._truth import truth_member
 from ._var import var_members
 
 METHODS = ("shPLRNN", "clipped_shPLRNN", "ALRNN", "SINDy", "ESN", "VAR1")
+#: A run without `--methods` (`--quick` runs all): one dsr sweep per cell fits the 3-hour
+#: budget of a 2-core CPU; the clipped shPLRNN and the AL-RNN sweep the same way on request.
+DEFAULT_METHODS = ("shPLRNN", "SINDy", "ESN", "VAR1")
 VARIANTS = {"clean": 0.0, "noisy": 0.05}
 
 
 def _members(method, data, s, system, out, name, variant):
+    """`(members, record)`: the method's fitted members and what the cell's JSON keeps about
+    the method's tuning beyond them (dsr: the whole sweep table; others: nothing)."""
     score = lambda m: validation_score(m, data["val"], s["horizon"])  # noqa: E731
     if method in DSR_MODELS:
         ck = os.path.join(out, "ckpt", f"{name}__{variant}__{method}.ckpt")
         os.makedirs(os.path.dirname(ck), exist_ok=True)
-        return dsr_members(data, s["members"], s, method, ck, s["seed"])
+        return dsr_members(data, s, method, ck, s["seed"])
     if method == "SINDy":
-        return sindy_members(data, s["members"], dict(s, dt=system.dt), score)
+        return sindy_members(data, s["members"], dict(s, dt=system.dt), score), {}
     if method == "ESN":
-        return esn_members(data, s["members"], s, score)
+        return esn_members(data, s["members"], s, score), {}
     if method == "VAR1":
-        return var_members(data, s["members"], s)
+        return var_members(data, s["members"], s), {}
     raise ValueError(method)
 
 
@@ -51,6 +56,7 @@ def run_cell(out, name, variant, method, system, data, s, lyap_ref, log):
         log(f"  {method}: done before (checkpoint), skipped")
         return
     t0 = time.perf_counter()
+    record = {}
     if method == "floor":
         m = truth_member(system, data)
         meas = member_measures(m, data, system.dt, lyap_ref, s, jax.random.key(7))
@@ -60,7 +66,7 @@ def run_cell(out, name, variant, method, system, data, s, lyap_ref, log):
         members = [dict(meas, info=m.info)]
     else:
         try:
-            ms = _members(method, data, s, system, out, name, variant)
+            ms, record = _members(method, data, s, system, out, name, variant)
             members = []
             for i, m in enumerate(ms):
                 r = member_measures(m, data, system.dt, lyap_ref, s, jax.random.key(100 + i))
@@ -70,7 +76,8 @@ def run_cell(out, name, variant, method, system, data, s, lyap_ref, log):
             members = [dict(failed=True, error=f"{type(e).__name__}: {e}")]
     info = dict(system.info(), max_abs_std=spread(data))
     cell = dict(system=name, variant=variant, method=method, members=members,
-                wall_s=time.perf_counter() - t0, lambda_ref=lyap_ref, system_info=info)
+                wall_s=time.perf_counter() - t0, lambda_ref=lyap_ref, system_info=info,
+                **record)
     write_json(cell_path(out, name, variant, method), cell)
     log(f"  {method}: {len(members)} member(s), {cell['wall_s']:.1f} s")
 
