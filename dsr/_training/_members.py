@@ -24,7 +24,7 @@ from .._regularization import Regularization
 from .._sweep._build import Sweep
 from .._sweep._grid import LAMBDAS
 from .._sweep._select import RULE
-from ..models import AbstractModel
+from ..models import AbstractGTFModel, AbstractModel
 
 
 class MemberSettings(eqx.Module):
@@ -97,8 +97,6 @@ def teacher_noise(keys, step, x, noise):
 def check_sweep(sweep: Sweep, one, validation, regularization) -> dict:
     """Refuse the sweeps one program cannot train (before anything is compiled); return the
     sweep's entry of `fit`'s settings."""
-    from ..models import AbstractGTFModel
-
     keys = sweep.grid.keys
     if validation is None:
         raise ValueError("`model` is a dsr.Sweep: it selects its setting on free-run "

@@ -161,10 +161,7 @@ def _teacher(keys, step, x, noise: float):
     windows'), or None (the GTF code's `gaussian_noise_level`)."""
     if not noise:
         return None
-    def one(k, xb):
-        k = jax.random.fold_in(jax.random.fold_in(k, step), 0x6E6F6973)
-        return xb + noise * jax.random.normal(k, xb.shape, xb.dtype)
-    return jax.vmap(one)(keys, x)
+    return teacher_noise(keys, step, x, jnp.full(keys.shape[:1], noise, x.dtype))
 
 
 def propose(state: TrainState, keys: PRNGKeyArray, windows: Windows, cfg: StepConfig,
