@@ -178,3 +178,17 @@ def test_any_dysts_system_by_name_with_the_fallback(tmp_path):
         assert "host callback" in info["floor_map"] and info["fallback_reason"], info
     assert p["systems"]["ForcedBrusselator"]["postprocessed"]
     assert "scipy solve_ivp" in (out / "table.md").read_text()
+
+
+def test_evidence_counts_selections_and_ratios_to_the_cells_best():
+    from benchmarks.compare._evidence import evidence
+
+    grid = [{"alpha": 0.1}, {"alpha": 0.3}]
+    cells = [dict(sweep=dict(settings=grid, setting_scores=s, selected=int(np.argmin(s))))
+             for s in ([1.0, 2.0], [4.0, 2.0], [0.5, 1000.5])]
+    cells.append(dict(sweep=dict(settings=[{"alpha": 0.2}], setting_scores=[1.0], selected=0)))
+    rows = evidence(cells)  # the last cell has another grid: left out
+    assert [r["selected"] for r in rows] == [2, 1] and rows[0]["cells"] == 3
+    assert rows[0]["ratio_median"] == 1.0 and rows[1]["ratio_median"] == 2.0
+    assert [r["within_1_5"] for r in rows] == [2, 1]
+    assert rows[1]["label"] == "α = 0.3"

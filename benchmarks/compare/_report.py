@@ -10,6 +10,7 @@ import os
 from dsr.metrics import median_mad
 
 from ._cells import load_cell, read_number, values, write_json
+from ._evidence import evidence_table
 from ._measures import LOWER_IS_BETTER, MEASURES
 
 DSR = ("shPLRNN", "clipped_shPLRNN", "ALRNN")
@@ -153,7 +154,7 @@ def tables(cells: list[dict], s: dict) -> tuple[str, dict, dict]:
     rows = [(n, v) for n in s["systems"] for v in s["variants"]
             if any((n, v, m) in by for m in methods)]
     wins = {meas: {m: 0 for m in methods} for meas in MEASURES}
-    md, losses = systems_table(cells, s) + sweep_table(cells, s), []
+    md, losses = systems_table(cells, s) + sweep_table(cells, s) + evidence_table(cells), []
     for meas in MEASURES:
         cols = ["floor"] + methods if meas != "train_s" else methods
         md.append(f"\n**{meas}**" + (f" ({UNITS[meas]})" if UNITS[meas] else "")
