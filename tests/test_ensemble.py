@@ -155,3 +155,19 @@ def test_evaluate_ensemble_per_member_and_summary():
     assert s["members"] == 3 and s["n_diverged"] == 1
     assert s["D_stsp"]["n"] == 3 and s["D_stsp"]["median"] == pytest.approx(
         float(np.median(out["D_stsp"])))
+
+
+def test_free_run_warnings_are_one_per_check_for_many_members():
+    def bad(k):  # A ≈ 1 and h = 10: every free run drifts off the data's range
+        m = make(k)
+        return eqx.tree_at(lambda m: (m.A_bar, m.h), m,
+                           (10 * jnp.ones_like(m.A_bar), 10 * jnp.ones_like(m.h)))
+
+    ens = dsr.ensemble(bad, 3, key=KEY)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        dsr.fit(ens, X, **dict(KW, steps=2, learning_rate=1e-9, solver="sequential",
+                               monitor_every=1))
+    runs = [str(x.message) for x in w if "free run" in str(x.message)]
+    assert len(runs) == 1, runs  # the status does not change after the first check
+    assert "3 members" in runs[0] and all(f"{i}: " in runs[0] for i in range(3))

@@ -60,12 +60,11 @@ def unpad_model(padded: AbstractModel, template: AbstractModel) -> AbstractModel
     return _map(lambda p, t: p[tuple(slice(0, n) for n in t.shape)], padded, template)
 
 
-def _check_padding(small: AbstractModel, big: AbstractModel, sizes: dict) -> None:
-    """A zero-padded model must step and observe as the small one does (on a random state):
-    true for the shPLRNN family; a class where it is not (the AL-RNN's rectified units are
-    the last ones) is refused here rather than trained wrongly."""
-    padded = pad_model(small, big)
-    M, Mp = small.latent_dim, big.latent_dim
+def _check_padding(small: AbstractModel, padded: AbstractModel, sizes: dict) -> None:
+    """`padded` (`small` zero-padded) must step and observe as `small` does (on a random
+    state): true for the shPLRNN family; a class where it is not (the AL-RNN's rectified
+    units are the last ones) is refused here rather than trained wrongly."""
+    M, Mp = small.latent_dim, padded.latent_dim
     z = jax.random.normal(jax.random.key(1), (M,), jax.tree_util.tree_leaves(small)[0].dtype)
     zp = jnp.pad(z, (0, Mp - M))
     s = jnp.zeros((small.input_dim,), z.dtype) if small.input_dim else None
@@ -164,9 +163,10 @@ def sweep(make_model: Callable[..., AbstractModel], grid: Grid, runs: int = 1, *
     big = _largest(models)
     members, masks, templates = [], [], []
     for setting, ms in zip(grid.settings, models):
+        padded = [pad_model(m, big) for m in ms]
         if grid.sizes:
-            _check_padding(ms[0], big, {k: setting[k] for k in grid.sizes})
-        members += [pad_model(m, big) for m in ms]
+            _check_padding(ms[0], padded[0], {k: setting[k] for k in grid.sizes})
+        members += padded
         masks += [mask_of(m, big) for m in ms]
         templates.append(ms[0])
     ens = Ensemble.from_members(members)

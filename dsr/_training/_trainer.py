@@ -250,11 +250,24 @@ class Trainer:
         gen = to_host(generate(from_stack(self.state.model, p.placement.n_padded, True), n,
                                context=jnp.asarray(ctx), check=False))
         ref = data_range(np.concatenate([np.asarray(s, np.float64) for s in series]))
+        news = []
         for i in range(p.n_members):
             st = orbit_status(gen[i], **ref)
             if st.status != "ok" and self.free_run[i].get("status") != st.status:
-                who = f"member {i}" if p.is_ensemble else "the model"
-                warnings.warn(f"after {done} updates, a free run of {who} {st.describe()} "
-                              f"(context {len(ctx)} steps of the {where} data, run {n} "
-                              "steps).", stacklevel=5)
+                news.append((i, st))
             self.free_run[i] = dict(st.as_dict(), after_updates=done)
+        if news:
+            _warn_free_runs(news, p.is_ensemble, f"after {done} updates",
+                            f"(context {len(ctx)} steps of the {where} data, run {n} steps)")
+
+
+def _warn_free_runs(news: list, is_ensemble: bool, when: str, how: str) -> None:
+    """One warning per free-run check, however many members turned bad: `news` is
+    `[(member, OrbitStatus), ...]`."""
+    i, st = news[0]
+    if len(news) == 1:
+        what = f"a free run of {f'member {i}' if is_ensemble else 'the model'} {st.describe()}"
+    else:
+        what = (f"the free runs of {len(news)} members are not ok ("
+                + "; ".join(f"{j}: {o.status}" for j, o in news) + ")")
+    warnings.warn(f"{when}, {what} {how}.", stacklevel=6)
