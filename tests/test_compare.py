@@ -192,3 +192,15 @@ def test_evidence_counts_selections_and_ratios_to_the_cells_best():
     assert rows[0]["ratio_median"] == 1.0 and rows[1]["ratio_median"] == 2.0
     assert [r["within_1_5"] for r in rows] == [2, 1]
     assert rows[1]["label"] == "α = 0.3"
+
+
+def test_docs_page_without_its_section_stops_before_anything_runs(tmp_path, capsys):
+    page = tmp_path / "page.md"
+    page.write_text("<!-- compare:begin -->\n<!-- compare:end -->\n")
+    with pytest.raises(SystemExit, match="compare-extra:begin"):
+        cli.main(["--systems", "Lorenz", "--out", str(tmp_path / "o"), "--docs", str(page),
+                  "--section", "compare-extra"])
+    assert not (tmp_path / "o").exists()
+    with pytest.raises(SystemExit):
+        cli.main(["--out", str(tmp_path / "o"), "--section", "extra"])
+    assert "--section needs --docs" in capsys.readouterr().err

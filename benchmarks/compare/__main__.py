@@ -64,11 +64,18 @@ def parse(argv):
                         "(e.g. while a run is still going)")
     p.add_argument("--docs", metavar="PAGE",
                    help="also write the tables and figure into this markdown page")
+    p.add_argument("--section", default="compare", metavar="NAME",
+                   help="with --docs: the page's section to fill, between <!-- NAME:begin --> "
+                        "and <!-- NAME:end --> (default: compare)")
     a = p.parse_args(argv)
     for opt in ("members", "runs", "steps"):
         v = getattr(a, opt)
         if v is not None and v < 1:
             p.error(f"--{opt} must be ≥ 1; got {v}")
+    if a.section != "compare" and not a.docs:
+        p.error("--section needs --docs PAGE")
+    if not a.section.replace("_", "").replace("-", "").isalnum():
+        p.error(f"--section: letters, digits, - and _ only; got {a.section!r}")
     if a.extra and a.systems:
         p.error("--extra and --systems: give one of them")
     return a
@@ -101,6 +108,10 @@ def main(argv=None) -> int:
     s["dsr"] = dict(SETTINGS, grid=grid_of(s), unless_in_grid=BASE)  # recorded, and checked
     if a.report_only and not os.path.exists(os.path.join(a.out, "settings.json")):
         raise SystemExit(f"error: --out {a.out}: no run there (no settings.json)")
+    if a.docs:
+        from ._docs import check_page
+
+        check_page(a.docs, a.section)
     os.makedirs(a.out, exist_ok=True)
     check_settings(a.out, s)
     from ._report import report
@@ -129,7 +140,7 @@ def main(argv=None) -> int:
     if a.docs:
         from ._docs import write_docs
 
-        write_docs(a.docs, a.out, result, cmd)
+        write_docs(a.docs, a.out, result, cmd, a.section)
     return 0
 
 

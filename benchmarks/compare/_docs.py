@@ -1,7 +1,8 @@
-"""`--docs PAGE`: put the run's tables into the docs page between its `<!-- compare:begin -->`
-and `<!-- compare:end -->` markers and copy the figures next to it (one per variant:
-`docs/compare/compare_clean.png` and `compare_noisy.png` for `docs/compare.md`); the prose
-around the markers is the page's own."""
+"""`--docs PAGE [--section NAME]`: put the run's tables into the docs page between its
+`<!-- NAME:begin -->` and `<!-- NAME:end -->` markers (NAME: `compare` unless given) and copy
+the figures next to it (one per variant: `docs/compare/NAME_clean.png` and `NAME_noisy.png`
+for `docs/compare.md`); the prose around the markers is the page's own. One page can hold
+several runs, each in its own section (the default set, the extra systems)."""
 
 from __future__ import annotations
 
@@ -10,25 +11,39 @@ import shutil
 
 from ._figure import figure_paths
 
-BEGIN, END = "<!-- compare:begin -->", "<!-- compare:end -->"
 
 
-def write_docs(page: str, out: str, result: dict, command: str) -> None:
+def markers(section: str) -> tuple[str, str]:
+    return f"<!-- {section}:begin -->", f"<!-- {section}:end -->"
+
+
+def check_page(page: str, section: str = "compare") -> str:
+    """The page's text; stops with the option's name if the page or its markers are
+    missing (checked before a run starts, and again when writing)."""
+    BEGIN, END = markers(section)
     if not os.path.exists(page):
         raise SystemExit(f"error: --docs {page}: no such page (it must hold the markers "
                          f"{BEGIN} … {END})")
     text = open(page).read()
     if BEGIN not in text or END not in text:
         raise SystemExit(f"error: --docs {page}: the markers {BEGIN} … {END} are missing")
+    return text
+
+
+def write_docs(page: str, out: str, result: dict, command: str,
+               section: str = "compare") -> None:
+    BEGIN, END = markers(section)
+    text = check_page(page, section)
     stem = os.path.splitext(page)[0]
     os.makedirs(stem, exist_ok=True)
     pictures = []
     for v, path in figure_paths(out, result["settings"]).items():
-        shutil.copyfile(path, os.path.join(stem, os.path.basename(path)))
+        name = f"{section}_{v}.png"
+        shutil.copyfile(path, os.path.join(stem, name))
         what = ("" if pictures else ": every member of every method per system and measure; "
                 "black bar: the true system")
         pictures.append(f"![compare, {v} data{what}]"
-                        f"({os.path.basename(stem)}/{os.path.basename(path)})")
+                        f"({os.path.basename(stem)}/{name})")
     with open(os.path.join(out, "table.md")) as f:
         table = f.read()
     status = ("complete" if result["complete"] else
