@@ -66,7 +66,7 @@ def test_fit_evaluate_generate_npy(npy_run, files, capsys):
     rec = cfg["data"]["files"][0]
     assert rec["sha256"] == dsr._cli._data.sha256(str(files / "train.npy"))
     assert cfg["options"]["steps"] == 4 and cfg["options"]["model"] == "clipped"
-    assert cfg["options"]["n_samples"] == 500 and cfg["options"]["alpha"] == 0.08
+    assert cfg["options"]["n_samples"] == 500 and cfg["options"]["alpha"] == 0.3  # fit's default
     assert cfg["fit"]["status"] == "done" and cfg["fit"]["settings"]["members"] == 2
     assert "jax" in cfg["versions"] and cfg["device"]["backend"] == "cpu"
     std = cfg["standardization"]

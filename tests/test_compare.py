@@ -204,3 +204,13 @@ def test_docs_page_without_its_section_stops_before_anything_runs(tmp_path, caps
     with pytest.raises(SystemExit):
         cli.main(["--out", str(tmp_path / "o"), "--section", "extra"])
     assert "--section needs --docs" in capsys.readouterr().err
+
+
+def test_members_table_has_one_row_per_dsr_member():
+    info = dict(alpha=0.3, learning_rate=0.005, member=7, seed=1, val_score=0.2, best_step=450)
+    cell = dict(system="Lorenz", variant="clean", method="shPLRNN",
+                members=[dict(D_stsp=0.01, D_H=0.02, status="ok", info=info)] * 3)
+    sindy = dict(system="Lorenz", variant="clean", method="SINDy", members=[dict(D_stsp=1.0)])
+    md = _report.members_table([cell, sindy], {})
+    rows = [r for r in md if r.startswith("| Lorenz")]
+    assert len(rows) == 3 and "α = 0.3, lr = 0.005" in rows[0] and "| 7 (1) |" in rows[0]

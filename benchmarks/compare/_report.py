@@ -105,6 +105,28 @@ def sweep_table(cells: list[dict], s: dict) -> list[str]:
     return md
 
 
+def members_table(cells: list[dict], s: dict) -> list[str]:
+    """Every reported member of every dsr cell, one row each: its setting and seed, test
+    D_stsp, D_H and status, its validation score and best step (the other methods' members
+    are in the figures and the cells' JSON)."""
+    rows = [c for c in cells if c["method"] in DSR]
+    if not rows:
+        return []
+    md = ["\n**Every dsr member** (the selected setting's seeds; test measures)\n",
+          "| system | variant | method | member (seed) | setting | D_stsp | D_H | status | "
+          "validation score | best step |", "|---|---|---|---|---|---|---|---|---|---|"]
+    f = (lambda v: "—" if v is None else f"{float(v):.3g}")  # noqa: E731
+    for c in rows:
+        for m in c["members"]:
+            i = m.get("info", {})
+            g = {k: read_number(i[k]) for k in ("alpha", "learning_rate") if k in i}
+            md.append(f"| {c['system']} | {c['variant']} | {c['method']} | "
+                      f"{i.get('member', '?')} ({i.get('seed', '?')}) | {_setting_txt(g)} | "
+                      f"{f(m.get('D_stsp'))} | {f(m.get('D_H'))} | {m.get('status')} | "
+                      f"{f(read_number(i.get('val_score')))} | {i.get('best_step', '—')} |")
+    return md
+
+
 BAD = ("diverged", "collapsed", "off")
 
 
@@ -206,6 +228,7 @@ def tables(cells: list[dict], s: dict) -> tuple[str, dict, dict]:
                   f"{sum(bool(x.get('collapsed')) for x in mem)} | "
                   f"{sum(bool(x.get('failed')) for x in mem)} | {len(cs)} | {wall[m]:.0f} |")
     md.extend(bar_table(cells, s))
+    md.extend(members_table(cells, s))
     return "\n".join(md) + "\n", wins, wall
 
 

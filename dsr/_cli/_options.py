@@ -92,7 +92,7 @@ MODEL = [
            "MODULE"),
     Option("latent_dim", integer(1, optional=True), None, "latent dimension M (default: N, the "
            "number of variables)", "model", "M"),
-    Option("hidden_dim", integer(1), 64, "hidden units L", "model", "L"),
+    Option("hidden_dim", integer(1), 256, "hidden units L", "model", "L"),
     Option("rank", integer(1, optional=True), None, "low rank r of W (shPLRNN family)", "model"),
     Option("relu_units", integer(0, optional=True), None, "rectified units P of the AL-RNN "
            "(the last P of the M latent units)", "model", "P"),

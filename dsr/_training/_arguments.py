@@ -25,10 +25,10 @@ class FitArguments:
     """The keyword arguments of a `dsr.fit` call (see its docstring), unvalidated."""
 
     steps: int = 1000
-    seq_len: int = 256
+    seq_len: int = 200
     batch_size: int = 16
     warmup: int = 0
-    learning_rate: float = 1e-3
+    learning_rate: float = 5e-3
     optimizer: optax.GradientTransformation | None = None
     solver: AbstractSolver | str = "auto"
     regularization: Regularization | None = None

@@ -184,13 +184,13 @@ def _result(trainer: Trainer, interrupted: bool) -> FitResult:
 def fit(
     model: AbstractModel | Ensemble | Sweep,
     data: Any,
-    alpha: float | str | AbstractAlpha = 0.08,
+    alpha: float | str | AbstractAlpha = 0.3,
     *,
     steps: int = 1000,
-    seq_len: int = 256,
+    seq_len: int = 200,
     batch_size: int = 16,
     warmup: int = 0,
-    learning_rate: float = 1e-3,
+    learning_rate: float = 5e-3,
     optimizer: optax.GradientTransformation | None = None,
     solver: AbstractSolver | str = "auto",
     regularization: Regularization | None = None,
@@ -234,7 +234,9 @@ def fit(
     - `data`: an array (T, N), a list of arrays, or a `data_gen.Dataset` (its `train`).
     - `alpha`: GTF forcing strength — a number in [0, 1] (`dsr.ConstantAlpha`), `"adaptive"`
       or a `dsr.AdaptiveAlpha(every, gamma, alpha0)` (aGTF). Unused by the LSSM family.
-      `alpha_every` / `alpha_gamma` set `every` / `gamma` of `"adaptive"`.
+      `alpha_every` / `alpha_gamma` set `every` / `gamma` of `"adaptive"`. The defaults of
+      `alpha` (0.3), `seq_len` (200) and `learning_rate` (5e-3) are the setting that did best
+      over the 18 sweeps of `benchmarks.compare` (docs: Training, "Defaults").
     - `steps`: updates; `seq_len`: T; `batch_size`: windows per update; `warmup`: T_w < T
       (forced with α = 1, left out of the loss).
     - `learning_rate` / `optimizer`: default RAdam, cosine decay to lr/50, clipping at 10;
