@@ -329,3 +329,26 @@ def test_findings_page_opens_with_a_short_answer():
             if not any(shown(a, med) and shown(b, mad) for a, b in pairs):
                 bad.append(f"row {row[0]!r}: {med} ± {mad} is in none of {row[-1]}")
     assert not bad, "docs/findings.md, the short answer:\n" + "\n".join(bad)
+
+
+def test_command_line_tables_give_the_parsers_numeric_defaults():
+    """The default column of own-recordings.md's `fit` tables equals `dsr fit`'s default for
+    every option with a numeric default (they follow `dsr.fit`'s, which change with evidence)."""
+    from dsr._cli._options import FIT_OPTIONS
+
+    tables = md.subsections(md.section(md.ROOT / "docs" / "own-recordings.md", "Options"), 3)
+    rows = {md.code_spans(r[0])[0].split()[0]: r for h, body in tables.items()
+            if re.search(r"`fit\b", h) for r in md.table_rows(body) if md.code_spans(r[0])}
+    bad = []
+    for o in FIT_OPTIONS:
+        d = o.default
+        if isinstance(d, bool) or not isinstance(d, (int, float)) or o.long not in rows:
+            continue
+        shown = rows[o.long][1].strip().strip("`").replace(",", "")  # 20,000
+        try:
+            ok = float(shown) == float(d)
+        except ValueError:
+            ok = False
+        if not ok:
+            bad.append(f"{o.long}: the table says {shown!r}, the parser's default is {d!r}")
+    assert not bad, "docs/own-recordings.md, Options:\n" + "\n".join(bad)
