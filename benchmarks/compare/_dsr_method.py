@@ -115,7 +115,7 @@ def dsr_members(data, settings: dict, method: str, checkpoint: str,
                              setting_scores=[float(v) for v in np.asarray(table.setting_scores)],
                              rows=rows),
                   fit=dict(SETTINGS, steps=settings["steps"], members_trained=n_all,
-                           wall_s=wall, resumed=resume is not None,
+                           wall_s=wall, earlier_s=before, resumed=resume is not None,
                            validation_s=(res.validation or {}).get("seconds"),
                            validation=dict(split="the last fifth of the training series "
                                                  "(the one SINDy and the ESN are tuned on)",

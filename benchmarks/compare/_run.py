@@ -76,7 +76,9 @@ def run_cell(out, name, variant, method, system, data, s, lyap_ref, log):
             members = [dict(failed=True, error=f"{type(e).__name__}: {e}")]
     info = dict(system.info(), max_abs_std=spread(data))
     cell = dict(system=name, variant=variant, method=method, members=members,
-                wall_s=time.perf_counter() - t0, lambda_ref=lyap_ref, system_info=info,
+                # + dsr's training in earlier, interrupted sessions (resumed from a checkpoint)
+                wall_s=time.perf_counter() - t0 + record.get("fit", {}).get("earlier_s", 0.0),
+                lambda_ref=lyap_ref, system_info=info,
                 **record)
     write_json(cell_path(out, name, variant, method), cell)
     log(f"  {method}: {len(members)} member(s), {cell['wall_s']:.1f} s")
