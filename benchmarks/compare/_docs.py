@@ -12,7 +12,6 @@ import shutil
 from ._figure import figure_paths
 
 
-
 def markers(section: str) -> tuple[str, str]:
     return f"<!-- {section}:begin -->", f"<!-- {section}:end -->"
 

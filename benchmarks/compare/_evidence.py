@@ -12,9 +12,10 @@ import numpy as np
 from ._cells import read_number
 
 
-def _label(g: dict) -> str:
+def setting_label(g: dict) -> str:
+    """A grid setting as the tables write it: `α = 0.3, lr = 0.005`."""
     return ", ".join(f"{'α' if k == 'alpha' else 'lr' if k == 'learning_rate' else k} = {v:g}"
-                     for k, v in g.items())
+                     if isinstance(v, (int, float)) else f"{k} = {v}" for k, v in g.items())
 
 
 def evidence(cells: list[dict]) -> list[dict]:
@@ -36,7 +37,7 @@ def evidence(cells: list[dict]) -> list[dict]:
     rows = []
     for j, g in enumerate(grid):
         r = ratios[:, j]
-        rows.append(dict(setting=g, label=_label(g), selected=int(selected[j]),
+        rows.append(dict(setting=g, label=setting_label(g), selected=int(selected[j]),
                          ratio_median=float(np.nanmedian(r)),
                          within_1_5=int(np.sum(r <= 1.5)), cells=len(sweeps)))
     return rows

@@ -10,7 +10,7 @@ import os
 from dsr.metrics import median_mad
 
 from ._cells import load_cell, read_number, values, write_json
-from ._evidence import evidence_table
+from ._evidence import evidence_table, setting_label
 from ._measures import LOWER_IS_BETTER, MEASURES
 
 DSR = ("shPLRNN", "clipped_shPLRNN", "ALRNN")
@@ -73,11 +73,6 @@ def systems_table(cells: list[dict], s: dict) -> list[str]:
     return md
 
 
-def _setting_txt(g: dict) -> str:
-    return ", ".join(f"{'α' if k == 'alpha' else 'lr' if k == 'learning_rate' else k} = {v:g}"
-                     if isinstance(v, (int, float)) else f"{k} = {v}" for k, v in g.items())
-
-
 def sweep_table(cells: list[dict], s: dict) -> list[str]:
     """Per dsr cell: the selected setting, its median validation score, the next best
     setting's, and each reported member's best validation step (of `steps`)."""
@@ -96,11 +91,11 @@ def sweep_table(cells: list[dict], s: dict) -> list[str]:
         order = sorted(range(len(sc)), key=lambda i: (math.isnan(sc[i]), sc[i]))
         sel = sw["selected"]
         other = next((i for i in order if i != sel), None)
-        runner = "—" if other is None else f"{_setting_txt(sw['settings'][other])}: " \
+        runner = "—" if other is None else f"{setting_label(sw['settings'][other])}: " \
                                            f"{sc[other]:.3g}"
         steps = ", ".join(str(m.get("info", {}).get("best_step")) for m in c["members"])
         md.append(f"| {c['system']} | {c['variant']} | {c['method']} | "
-                  f"{_setting_txt(sw['settings'][sel])} | {sc[sel]:.3g} | {runner} | "
+                  f"{setting_label(sw['settings'][sel])} | {sc[sel]:.3g} | {runner} | "
                   f"{steps} (of {c.get('fit', {}).get('steps', '?')}) |")
     return md
 
@@ -121,7 +116,7 @@ def members_table(cells: list[dict], s: dict) -> list[str]:
             i = m.get("info", {})
             g = {k: read_number(i[k]) for k in ("alpha", "learning_rate") if k in i}
             md.append(f"| {c['system']} | {c['variant']} | {c['method']} | "
-                      f"{i.get('member', '?')} ({i.get('seed', '?')}) | {_setting_txt(g)} | "
+                      f"{i.get('member', '?')} ({i.get('seed', '?')}) | {setting_label(g)} | "
                       f"{f(m.get('D_stsp'))} | {f(m.get('D_H'))} | {m.get('status')} | "
                       f"{f(read_number(i.get('val_score')))} | {i.get('best_step', '—')} |")
     return md
@@ -145,11 +140,12 @@ def bar_table(cells: list[dict], s: dict) -> list[str]:
         best = {"D_stsp": 0, "D_H": 0}
         worst, bad = (0.0, None), []
         for n, v in rows:
-            med = {m: median_mad(values(by[(n, v, m)], "D_stsp"))["median"] for m in methods}
-            for meas in best:
-                ms = {m: median_mad(values(by[(n, v, m)], meas))["median"] for m in methods}
+            meds = {meas: {m: median_mad(values(by[(n, v, m)], meas))["median"]
+                           for m in methods} for meas in best}
+            for meas, ms in meds.items():
                 if all(not ms[d] > ms[m] for m in others if not math.isnan(ms[m])):
                     best[meas] += 1
+            med = meds["D_stsp"]
             top = min((med[m] for m in others if not math.isnan(med[m])), default=math.nan)
             ratio = med[d] / top if top > 0 else math.inf if not math.isnan(top) else 0.0
             if not ratio <= worst[0]:
