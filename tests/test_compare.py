@@ -4,6 +4,7 @@
 
 import json
 import math
+from pathlib import Path
 
 import jax
 
@@ -13,6 +14,7 @@ import pytest
 import dsr
 
 pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parent.parent
 
 from benchmarks.compare import __main__ as cli  # noqa: E402
 from benchmarks.compare._measures import MEASURES, valid_time  # noqa: E402
@@ -214,3 +216,21 @@ def test_members_table_has_one_row_per_dsr_member():
     md = _report.members_table([cell, sindy], {})
     rows = [r for r in md if r.startswith("| Lorenz")]
     assert len(rows) == 3 and "α = 0.3, lr = 0.005" in rows[0] and "| 7 (1) |" in rows[0]
+
+
+def test_dsr_grid_alpha_noise_is_recorded_and_a_run_with_another_grid_is_refused(tmp_path,
+                                                                                capsys):
+    from benchmarks.compare._dsr_method import GRIDS, grid_of
+
+    axes, base = grid_of({"grid": "full", "dsr_grid": "alpha-noise"})
+    assert len(dsr.Grid(**axes)) == 8 == len(dsr.Grid(**grid_of({"grid": "full"})[0]))
+    assert axes["noise"] == (0.0, 0.05) and base["learning_rate"] == 5e-3
+    assert grid_of({"grid": "full"}) == GRIDS["alpha-lr"]  # runs without the key: unchanged
+    out = tmp_path / "o"
+    out.mkdir()  # the default rerun's settings (alpha-lr): resuming it with alpha-noise stops
+    (out / "settings.json").write_text((ROOT / "docs/compare/rerun/settings.json").read_text())
+    with pytest.raises(SystemExit, match=r"other settings \(\['dsr', 'dsr_grid'\]\)"):
+        cli.main(["--systems", "Lorenz", "--dsr-grid", "alpha-noise", "--out", str(out)])
+    with pytest.raises(SystemExit):
+        cli.main(["--quick", "--dsr-grid", "alpha-noise", "--out", str(tmp_path / "q")])
+    assert "--dsr-grid" in capsys.readouterr().err

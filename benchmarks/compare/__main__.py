@@ -1,7 +1,7 @@
 """`python -m benchmarks.compare [--quick] [--systems NAME ... | --extra] [--methods ...]
-[--members K] [--runs R] [--steps N] --out DIR`: dsr (a validation-scored sweep of shPLRNN
-ensembles by GTF, per cell) against SINDy, an echo-state network and VAR(1) on dysts systems and
-Lorenz-96, clean and with 5 % observation noise; every member of every method in
+[--members K] [--runs R] [--steps N] [--dsr-grid NAME] --out DIR`: dsr (a validation-scored
+sweep of shPLRNN ensembles by GTF, per cell) against SINDy, an echo-state network and VAR(1)
+on dysts systems and Lorenz-96, clean and with 5 % observation noise; every member of every method in
 `DIR/compare.json`, a table (`DIR/table.md`, printed) and one figure per variant
 (`DIR/compare_clean.png`, `DIR/compare_noisy.png`). Finished (system, variant, method) cells
 are checkpointed under `DIR/cells/` (and dsr's training under `DIR/ckpt/`): rerunning the
@@ -47,6 +47,10 @@ def parse(argv):
     p.add_argument("--runs", type=int, metavar="R",
                    help="dsr: seeds per setting of its sweep (the selected setting's R "
                         "members are reported)")
+    p.add_argument("--dsr-grid", choices=("alpha-lr", "alpha-noise"),
+                   help="dsr's 8 settings: α {0.05, 0.1, 0.2, 0.3} × lr {2e-3, 5e-3} "
+                        "(alpha-lr, the default) or × teacher noise σ {0, 0.05} at lr 5e-3 "
+                        "(alpha-noise)")
     p.add_argument("--steps", type=int, metavar="N",
                    help="dsr training updates (of every member of its sweep)")
     p.add_argument("--numpy-rhs", action="store_true",
@@ -76,6 +80,8 @@ def parse(argv):
         p.error("--section needs --docs PAGE")
     if not a.section.replace("_", "").replace("-", "").isalnum():
         p.error(f"--section: letters, digits, - and _ only; got {a.section!r}")
+    if a.quick and a.dsr_grid == "alpha-noise":
+        p.error("--dsr-grid alpha-noise: --quick sweeps its own small grid (α 0.1, 0.2)")
     if a.extra and a.systems:
         p.error("--extra and --systems: give one of them")
     return a
@@ -103,9 +109,12 @@ def main(argv=None) -> int:
     for opt in ("members", "runs", "steps"):
         if getattr(a, opt) is not None:
             s[opt] = getattr(a, opt)
-    from ._dsr_method import BASE, SETTINGS, grid_of
+    if a.dsr_grid == "alpha-noise":  # recorded only when set: earlier runs stay valid
+        s["dsr_grid"] = a.dsr_grid
+    from ._dsr_method import SETTINGS, grid_of
 
-    s["dsr"] = dict(SETTINGS, grid=grid_of(s), unless_in_grid=BASE)  # recorded, and checked
+    axes, base = grid_of(s)
+    s["dsr"] = dict(SETTINGS, grid=axes, unless_in_grid=base)  # recorded, and checked
     if a.report_only and not os.path.exists(os.path.join(a.out, "settings.json")):
         raise SystemExit(f"error: --out {a.out}: no run there (no settings.json)")
     if a.docs:

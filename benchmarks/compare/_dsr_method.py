@@ -7,8 +7,11 @@ are the method's members (every one reported, with its setting), and the whole s
 (every member's setting and validation score) goes into the cell's JSON. Training is
 checkpointed, so an interrupted cell resumes mid-training.
 
-The grid: α × learning rate (`GRID`), the two settings the window probe found to decide
-whether Thomas reconstructs. Fixed (`SETTINGS`): T = 200 (two dysts periods at 100 samples per
+The grid (`--dsr-grid`, `GRIDS`): `alpha-lr` (the default) α × learning rate, the two
+settings the window probe found to decide whether Thomas reconstructs; `alpha-noise` α ×
+teacher-signal noise σ ∈ {0, 0.05} (0.05: the noisy variant's observation-noise level) at
+lr = 5 · 10⁻³, the learning rate the `alpha-lr` rerun selected in 14 of its 18 cells.
+Fixed (`SETTINGS`): T = 200 (two dysts periods at 100 samples per
 period) and L = 256 hidden units (better than 64 on all three probed systems; the window probe,
 `_probe_windows` and `docs/compare/probe_windows.json`), batch 16, the sequential solver
 (faster than GTF-DEER on a CPU, `docs/performance.md`); the shPLRNNs with M = N latent
@@ -29,11 +32,15 @@ import dsr
 from ._member import Member
 
 SETTINGS = dict(hidden=256, seq_len=200, batch_size=16, solver="sequential")
-#: α and learning rate when the grid does not set them (it sets both: these are not used).
+#: α and learning rate when the grid does not set them (`alpha-lr` sets both: not used).
 BASE = dict(alpha=0.1, learning_rate=2e-3)
 #: The sweep: 8 settings, as many as SINDy's grid (`_sindy.GRID`); `--quick`: `SMALL_GRID`.
 GRID = dict(alpha=(0.05, 0.1, 0.2, 0.3), learning_rate=(2e-3, 5e-3))
 SMALL_GRID = dict(alpha=(0.1, 0.2))
+#: `--dsr-grid` name → (grid, the fit options it does not sweep).
+GRIDS = {"alpha-lr": (GRID, BASE),
+         "alpha-noise": (dict(alpha=GRID["alpha"], noise=(0.0, 0.05)),
+                         dict(alpha=0.1, learning_rate=5e-3))}
 ALRNN_SIZES = dict(latent=20, relu_units=6)
 
 
@@ -55,8 +62,11 @@ MODELS = {"shPLRNN": _shplrnn(dsr.ShPLRNN), "clipped_shPLRNN": _shplrnn(dsr.Clip
           "ALRNN": _alrnn}
 
 
-def grid_of(settings: dict) -> dict:
-    return SMALL_GRID if settings.get("grid") == "small" else GRID
+def grid_of(settings: dict) -> tuple[dict, dict]:
+    """The sweep's grid and the fit options it leaves fixed (`settings["dsr_grid"]`)."""
+    if settings.get("grid") == "small":
+        return SMALL_GRID, BASE
+    return GRIDS[settings.get("dsr_grid", "alpha-lr")]
 
 
 def as_member(m, train_s: float, info: dict) -> Member:
@@ -76,14 +86,15 @@ def dsr_members(data, settings: dict, method: str, checkpoint: str,
     """The selected setting's members and the cell's sweep record."""
     N = data["train"].shape[1]
     runs = settings["runs"]
-    grid = dsr.Grid(**grid_of(settings))
+    axes, base = grid_of(settings)
+    grid = dsr.Grid(**axes)
     sw = dsr.sweep(lambda key, **size: MODELS[method](N, key, **size), grid, runs=runs,
                    key=jax.random.key(seed))
     t0 = time.perf_counter()
     resume = checkpoint if os.path.exists(checkpoint) else None
     wall_file = checkpoint + ".wall_s"  # training time of earlier, interrupted sessions
     before = float(open(wall_file).read()) if resume and os.path.exists(wall_file) else 0.0
-    res = dsr.fit(sw, data["train"], alpha=BASE["alpha"], learning_rate=BASE["learning_rate"],
+    res = dsr.fit(sw, data["train"], **base,
                   steps=settings["steps"], seq_len=SETTINGS["seq_len"],
                   batch_size=SETTINGS["batch_size"], solver=SETTINGS["solver"],
                   validation=data["val"], keep="best", key=jax.random.key(seed + 1),
@@ -105,7 +116,8 @@ def dsr_members(data, settings: dict, method: str, checkpoint: str,
         r = mine[i]
         frozen = stopped[int(r["member"])]
         members.append(as_member(m, wall / runs, dict(
-            SETTINGS, **chosen, steps=settings["steps"], setting=sel, seed=int(r["seed"]),
+            SETTINGS, **dict(base, **chosen), steps=settings["steps"], setting=sel,
+            seed=int(r["seed"]),
             member=int(r["member"]), model=type(m).__name__, val_score=r.get("score"),
             val_D_stsp=r.get("D_stsp"), val_D_H=r.get("D_H"), val_status=r.get("status"),
             best_step=r.get("step"), resumed=resume is not None, frozen=bool(frozen),

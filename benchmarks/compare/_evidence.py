@@ -13,8 +13,9 @@ from ._cells import read_number
 
 
 def setting_label(g: dict) -> str:
-    """A grid setting as the tables write it: `α = 0.3, lr = 0.005`."""
-    return ", ".join(f"{'α' if k == 'alpha' else 'lr' if k == 'learning_rate' else k} = {v:g}"
+    """A grid setting as the tables write it: `α = 0.3, lr = 0.005, σ = 0.05`."""
+    names = dict(alpha="α", learning_rate="lr", noise="σ")
+    return ", ".join(f"{names.get(k, k)} = {v:g}"
                      if isinstance(v, (int, float)) else f"{k} = {v}" for k, v in g.items())
 
 

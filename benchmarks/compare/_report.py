@@ -114,7 +114,7 @@ def members_table(cells: list[dict], s: dict) -> list[str]:
     for c in rows:
         for m in c["members"]:
             i = m.get("info", {})
-            g = {k: read_number(i[k]) for k in ("alpha", "learning_rate") if k in i}
+            g = {k: read_number(i[k]) for k in ("alpha", "learning_rate", "noise") if k in i}
             md.append(f"| {c['system']} | {c['variant']} | {c['method']} | "
                       f"{i.get('member', '?')} ({i.get('seed', '?')}) | {setting_label(g)} | "
                       f"{f(m.get('D_stsp'))} | {f(m.get('D_H'))} | {m.get('status')} | "
