@@ -1,8 +1,8 @@
 """`python -m benchmarks.compare [--quick] [--systems NAME ... | --extra] [--methods ...]
 [--members K] [--runs R] [--steps N] [--dsr-grid NAME] --out DIR`: dsr (a validation-scored
 sweep of shPLRNN ensembles by GTF, per cell) against SINDy, an echo-state network and VAR(1)
-on dysts systems and Lorenz-96, clean and with 5 % observation noise; every member of every method in
-`DIR/compare.json`, a table (`DIR/table.md`, printed) and one figure per variant
+on dysts systems and Lorenz-96, clean and with 5 % observation noise; every member of every
+method in `DIR/compare.json`, a table (`DIR/table.md`, printed) and one figure per variant
 (`DIR/compare_clean.png`, `DIR/compare_noisy.png`). Finished (system, variant, method) cells
 are checkpointed under `DIR/cells/` (and dsr's training under `DIR/ckpt/`): rerunning the
 same command resumes.
