@@ -361,7 +361,7 @@ def test_text_in_a_left_out_column_and_duplicate_names(tmp_path, capsys):
 
 
 def test_literal_texts_are_what_pandas_writes(tmp_path):
-    pd = pytest.importorskip("pandas")
+    import pandas as pd  # the `test` group installs it: never skipped
     x = _signal(20)
     pd.DataFrame(x, columns=["a", "b"]).to_csv(tmp_path / "p1.csv")
     assert (tmp_path / "p1.csv").read_text() == _csv(
