@@ -10,7 +10,8 @@ The public surface is everything imported here. Where it lives:
   forcing).
 - training: `_training/` (`fit` and its pipeline), `_sweep/` (`Grid`, `sweep`: settings ×
   seeds in one program, and the selection), `_alpha.py` (α strategies),
-  `_schedule.py` (learning-rate schedules), `_regularization.py`; `_orbit_status.py` judges
+  `_schedule.py` (learning-rate schedules), `_regularization.py`, `_denoise.py` (smoothing
+  noisy observations before training); `_orbit_status.py` judges
   free runs for `fit`, `generate` and `evaluate` alike.
 - using a model: `_generate.py`, `_serialization.py` (`save` / `load`), `_io.py` (the
   checksummed file format); evaluation in `dsr/metrics/`.
@@ -28,6 +29,7 @@ from ._schedule import AbstractSchedule as AbstractSchedule, CosineDecay as Cosi
 from ._schedule import ExponentialDecay as ExponentialDecay
 from ._check_model import check_model as check_model
 from ._delay import choose_embedding as choose_embedding
+from ._denoise import Denoised as Denoised, denoise as denoise
 from ._ensemble import Ensemble as Ensemble, ensemble as ensemble
 from ._sweep._grid import Grid as Grid
 from ._sweep._build import Sweep as Sweep, sweep as sweep

@@ -234,3 +234,41 @@ def test_dsr_grid_alpha_noise_is_recorded_and_a_run_with_another_grid_is_refused
     with pytest.raises(SystemExit):
         cli.main(["--quick", "--dsr-grid", "alpha-noise", "--out", str(tmp_path / "q")])
     assert "--dsr-grid" in capsys.readouterr().err
+
+
+def test_denoise_options_are_recorded_and_a_run_without_them_is_refused(tmp_path, capsys):
+    out = tmp_path / "o"
+    out.mkdir()  # the default rerun's settings (no smoothing): resuming it with smoothing stops
+    (out / "settings.json").write_text((ROOT / "docs/compare/rerun/settings.json").read_text())
+    with pytest.raises(SystemExit, match=r"other settings \(\['dsr_denoise'\]\)"):
+        cli.main(["--systems", "Lorenz", "--dsr-denoise", "--out", str(out)])
+    with pytest.raises(SystemExit, match=r"other settings \(\['denoise_all', 'dsr_denoise'\]\)"):
+        cli.main(["--systems", "Lorenz", "--denoise-all", "--out", str(out)])
+    with pytest.raises(SystemExit):
+        cli.main(["--dsr-denoise", "--denoise-all", "--out", str(tmp_path / "q")])
+    assert "--denoise-all" in capsys.readouterr().err
+
+
+def test_denoised_data_smooths_training_and_validation_only_and_records_it():
+    from benchmarks.compare._dsr_method import denoised
+    from benchmarks.compare._run import _members
+
+    t = np.arange(3000) / 100 * 2 * np.pi
+    clean = np.stack([np.sin(t), np.cos(1.3 * t)], 1).astype(np.float32)
+    noisy = clean + 0.05 * np.random.default_rng(0).standard_normal(clean.shape).astype(
+        np.float32)
+    data = dict(train=noisy[:2000], val=noisy[2000:2500], test=clean[2500:], floor=clean[2500:])
+    d, rec = denoised(data)
+    assert d["test"] is data["test"] and d["floor"] is data["floor"]
+    for split in ("train", "val"):
+        assert all(w >= 7 for w in rec[split]["window"])
+        assert np.sqrt(np.mean((d[split] - clean[:2000] if split == "train" else
+                                d[split] - clean[2000:2500]) ** 2)) < 0.03
+    same, rec0 = denoised(dict(data, train=clean[:2000], val=clean[2000:2500]))
+    assert np.array_equal(same["train"], clean[:2000]) and rec0["val"]["window"] == [0, 0]
+    # --denoise-all: the other methods are fitted to the smoothed data, and the cell says so
+    s = dict(members=1, horizon=50, denoise_all=True)
+    (m,), record = _members("VAR1", data, s, None, None, "x", "noisy")
+    assert record["denoise"] == rec
+    (m0,), record0 = _members("VAR1", data, dict(s, denoise_all=False), None, None, "x", "noisy")
+    assert record0 == {} and m.info != m0.info

@@ -1,5 +1,6 @@
 """`python -m benchmarks.compare [--quick] [--systems NAME ... | --extra] [--methods ...]
-[--members K] [--runs R] [--steps N] [--dsr-grid NAME] --out DIR`: dsr (a validation-scored
+[--members K] [--runs R] [--steps N] [--dsr-grid NAME] [--dsr-denoise | --denoise-all]
+--out DIR`: dsr (a validation-scored
 sweep of shPLRNN ensembles by GTF, per cell) against SINDy, an echo-state network and VAR(1)
 on dysts systems and Lorenz-96, clean and with 5 % observation noise; every member of every
 method in `DIR/compare.json`, a table (`DIR/table.md`, printed) and one figure per variant
@@ -51,6 +52,12 @@ def parse(argv):
                    help="dsr's 8 settings: α {0.05, 0.1, 0.2, 0.3} × lr {2e-3, 5e-3} "
                         "(alpha-lr, the default) or × teacher noise σ {0, 0.05} at lr 5e-3 "
                         "(alpha-noise)")
+    p.add_argument("--dsr-denoise", action="store_true",
+                   help="dsr trains and validates on its data smoothed by dsr.denoise "
+                        "(Savitzky-Golay, per noisy channel; a no-op on noise-free data)")
+    p.add_argument("--denoise-all", action="store_true",
+                   help="every method (SINDy, the ESN and VAR(1) too) trains and is tuned on "
+                        "the data smoothed by dsr.denoise")
     p.add_argument("--steps", type=int, metavar="N",
                    help="dsr training updates (of every member of its sweep)")
     p.add_argument("--numpy-rhs", action="store_true",
@@ -82,6 +89,8 @@ def parse(argv):
         p.error(f"--section: letters, digits, - and _ only; got {a.section!r}")
     if a.quick and a.dsr_grid == "alpha-noise":
         p.error("--dsr-grid alpha-noise: --quick sweeps its own small grid (α 0.1, 0.2)")
+    if a.dsr_denoise and a.denoise_all:
+        p.error("--dsr-denoise and --denoise-all: give one of them (--denoise-all includes dsr)")
     if a.extra and a.systems:
         p.error("--extra and --systems: give one of them")
     return a
@@ -111,6 +120,10 @@ def main(argv=None) -> int:
             s[opt] = getattr(a, opt)
     if a.dsr_grid == "alpha-noise":  # recorded only when set: earlier runs stay valid
         s["dsr_grid"] = a.dsr_grid
+    if a.dsr_denoise or a.denoise_all:  # recorded only when set: earlier runs stay valid
+        s["dsr_denoise"] = True
+    if a.denoise_all:
+        s["denoise_all"] = True
     from ._dsr_method import SETTINGS, grid_of
 
     axes, base = grid_of(s)

@@ -11,6 +11,10 @@ The grid (`--dsr-grid`, `GRIDS`): `alpha-lr` (the default) α × learning rate, 
 settings the window probe found to decide whether Thomas reconstructs; `alpha-noise` α ×
 teacher-signal noise σ ∈ {0, 0.05} (0.05: the noisy variant's observation-noise level) at
 lr = 5 · 10⁻³, the learning rate the `alpha-lr` rerun selected in 14 of its 18 cells.
+`--dsr-denoise`: the training and the validation split are each smoothed by `dsr.denoise`
+before the sweep (Savitzky–Golay per noisy channel, the window by the discrepancy principle;
+noise-free channels, so the clean variant, are left exactly as they are); the test is not
+(`--denoise-all`: the other methods' data too, `_run`).
 Fixed (`SETTINGS`): T = 200 (two dysts periods at 100 samples per
 period) and L = 256 hidden units (better than 64 on all three probed systems; the window probe,
 `_probe_windows` and `docs/compare/probe_windows.json`), batch 16, the sequential solver
@@ -81,11 +85,23 @@ def _per_member(x, n: int) -> list:
     return [a[i].item() if a.size == n else a.ravel()[0].item() for i in range(n)]
 
 
+def denoised(data) -> tuple[dict, dict]:
+    """The data with its training and validation splits through `dsr.denoise`, and a record
+    of it (noise estimate and window per channel and split)."""
+    out, rec = dict(data), {}
+    for split in ("train", "val"):
+        d = dsr.denoise(data[split])
+        out[split] = d.x
+        rec[split] = dict(noise=[float(v) for v in d.noise], window=[int(w) for w in d.window])
+    return out, rec
+
+
 def dsr_members(data, settings: dict, method: str, checkpoint: str,
                 seed: int) -> tuple[list[Member], dict]:
     """The selected setting's members and the cell's sweep record."""
     N = data["train"].shape[1]
     runs = settings["runs"]
+    data, smoothing = denoised(data) if settings.get("dsr_denoise") else (data, None)
     axes, base = grid_of(settings)
     grid = dsr.Grid(**axes)
     sw = dsr.sweep(lambda key, **size: MODELS[method](N, key, **size), grid, runs=runs,
@@ -129,6 +145,7 @@ def dsr_members(data, settings: dict, method: str, checkpoint: str,
                   fit=dict(SETTINGS, steps=settings["steps"], members_trained=n_all,
                            wall_s=wall, earlier_s=before, resumed=resume is not None,
                            validation_s=(res.validation or {}).get("seconds"),
+                           denoise=smoothing,
                            validation=dict(split="the last fifth of the training series "
                                                  "(the one SINDy and the ESN are tuned on)",
                                            n=len(data["val"]), keep="best")))

@@ -10,7 +10,7 @@ import jax
 import numpy as np
 
 from ._cells import cell_path, load_cell, write_json
-from ._dsr_method import MODELS as DSR_MODELS, dsr_members
+from ._dsr_method import MODELS as DSR_MODELS, denoised, dsr_members
 from ._esn import esn_members
 from ._measures import member_measures, orbit_measures, validation_score, WARMUP, lyapunov
 from ._sindy import sindy_members
@@ -27,18 +27,21 @@ VARIANTS = {"clean": 0.0, "noisy": 0.05}
 
 def _members(method, data, s, system, out, name, variant):
     """`(members, record)`: the method's fitted members and what the cell's JSON keeps about
-    the method's tuning beyond them (dsr: the whole sweep table; others: nothing)."""
-    score = lambda m: validation_score(m, data["val"], s["horizon"])  # noqa: E731
+    the method's tuning beyond them (dsr: the whole sweep table; others: the smoothing of
+    `--denoise-all`, if any)."""
     if method in DSR_MODELS:
         ck = os.path.join(out, "ckpt", f"{name}__{variant}__{method}.ckpt")
         os.makedirs(os.path.dirname(ck), exist_ok=True)
         return dsr_members(data, s, method, ck, s["seed"])
+    data, smoothing = denoised(data) if s.get("denoise_all") else (data, None)
+    record = {} if smoothing is None else dict(denoise=smoothing)
+    score = lambda m: validation_score(m, data["val"], s["horizon"])  # noqa: E731
     if method == "SINDy":
-        return sindy_members(data, s["members"], dict(s, dt=system.dt), score), {}
+        return sindy_members(data, s["members"], dict(s, dt=system.dt), score), record
     if method == "ESN":
-        return esn_members(data, s["members"], s, score), {}
+        return esn_members(data, s["members"], s, score), record
     if method == "VAR1":
-        return var_members(data, s["members"], s), {}
+        return var_members(data, s["members"], s), record
     raise ValueError(method)
 
 
