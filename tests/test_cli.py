@@ -244,3 +244,17 @@ def test_resume_of_a_finished_run_says_so_and_does_not_evaluate_again(npy_run, c
     out = capsys.readouterr().out
     assert "the run is complete (4 of 4 updates)" in out and "evaluation:" not in out
     assert (metrics.stat().st_mtime_ns, config.read_bytes()) == before
+
+
+def test_denoise_smooths_training_and_validation_files_and_records_it(files, npy_run):
+    out = files / "run_denoise"
+    rc = main(["fit", str(files / "train.npy"), "--validation", str(files / "test.npy"),
+               "--denoise", "--out", str(out), "--no-plots"] + FAST)
+    assert rc == 0
+    rec = _json(out / "config.json")["data"]["denoise"]
+    assert [os.path.basename(r["file"]) for r in rec] == ["train.npy", "test.npy"]
+    assert all(w >= 7 for r in rec for w in r["window"])  # the signal's 2 % noise is found
+    cfg = _json(out / "config.json")
+    std = np.asarray(cfg["standardization"]["std"])
+    np.testing.assert_allclose(rec[0]["noise"], 0.02 / std, rtol=0.15)
+    assert _json(npy_run / "config.json")["data"]["denoise"] is None

@@ -57,6 +57,7 @@ class Prepared:
     validation: object = None  # a fraction, or the standardized validation array
     delay_embed: list | None = None  # [m, tau] when the data were delay-embedded
     validation_info: dict | None = None  # the validation file's record
+    denoise: list | None = None  # `--denoise`: per training file (then validation) its record
 
 
 def prepare_data(opts: dict) -> Prepared:
@@ -103,8 +104,31 @@ def prepare_data(opts: dict) -> Prepared:
         v = load_recordings([val], role="validation", columns=opts["columns"],
                             like=None if emb else layout, dt=opts["dt"])[0]
         val, val_info = model_units(embed_series(v, *emb) if emb else v, std), v.info
-    return Prepared(series, [model_units(s, std) for s in series], test, test_x, inputs,
-                    inputs_info, std, names, dt, val, emb, val_info)
+    train = [model_units(s, std) for s in series]
+    smoothing = None
+    if opts.get("denoise"):
+        train, smoothing = _denoised(train, [s.info["path"] for s in series])
+        if isinstance(val, np.ndarray):
+            (val,), rec = _denoised([val], [val_info["path"]])
+            smoothing += rec
+    return Prepared(series, train, test, test_x, inputs, inputs_info, std, names, dt, val, emb,
+                    val_info, smoothing)
+
+
+def _denoised(arrays: list, paths: list) -> tuple[list, list]:
+    """`--denoise`: each array through `dsr.denoise`, and a record per file."""
+    from .._denoise import denoise
+
+    out, records = [], []
+    for x, path in zip(arrays, paths):
+        try:
+            d = denoise(x)
+        except ValueError as e:
+            raise CLIError(f"{path}: --denoise: {e}") from None
+        out.append(d.x)
+        records.append(dict(file=path, noise=[float(v) for v in d.noise],
+                            window=[int(w) for w in d.window]))
+    return out, records
 
 
 def build_model(opts: dict, n_obs: int, n_inputs: int, key):
@@ -151,7 +175,8 @@ def _data_record(data: Prepared) -> dict:
     return {"files": [s.info for s in data.series], "names": data.names, "dt": data.dt,
             "delay_embed": data.delay_embed,
             "test": None if data.test is None else data.test.info,
-            "inputs": data.inputs_info, "validation": data.validation_info}
+            "inputs": data.inputs_info, "validation": data.validation_info,
+            "denoise": data.denoise}
 
 
 def _describe(opts, data: Prepared, model) -> str:

@@ -78,6 +78,10 @@ DATA = [
            "…) of a one-column recording: M,TAU, or auto (tau: first minimum of the mutual "
            "information; M: false nearest neighbours below 5 %%; see dsr.choose_embedding)",
            "data", "M,TAU|auto"),
+    Option("denoise", _bool, False, "smooth the training (and validation) data's noisy "
+           "channels before training: Savitzky-Golay, the window from the data (dsr.denoise; "
+           "noise-free channels are left as they are; the test data are not smoothed)",
+           "data", flag=True),
     Option("dt", _float(0.0, optional=True), None, "sampling step in your time unit (λ_max is "
            "per time unit; default: a data_gen set's dt, else 1 = per step)", "data"),
 ]
@@ -156,7 +160,8 @@ FIT_OPTIONS = DATA + MODEL + TRAINING + EVALUATION + OUTPUT
 EVAL_OPTIONS = EVALUATION + OUTPUT
 BY_NAME = {o.name: o for o in FIT_OPTIONS}
 #: Options that fix what the run is; `fit --resume` refuses to change them.
-IDENTITY = ("data", "inputs", "columns", "key", "standardize", "delay_embed", "model", "latent_dim",
+IDENTITY = ("data", "inputs", "columns", "key", "standardize", "delay_embed", "denoise", "model",
+            "latent_dim",
             "hidden_dim", "rank", "relu_units", "runs", "seed", "sweep")
 #: Options that change the training result; changing one on resume needs --resume-settings.
 TRAINING_SETTINGS = ("alpha", "steps", "seq_len", "batch_size", "warmup", "lr", "lr_schedule",
