@@ -113,6 +113,11 @@ def denoise(x, *, order: int = 3, threshold: float = 0.01, tolerance: float = 1.
     window from the discrepancy principle; noise-free channels come back unchanged (see the
     module). Smooth the training and the validation data each on its own.
 
+    `order`: the polynomial degree of the Savitzky–Golay fits; `threshold`: a channel whose
+    noise estimate is at most this fraction of its std is left as it is; `tolerance`: how far
+    a window's residual may exceed the 7-point one (the discrepancy principle's factor);
+    `max_window`: the widest window tried (odd, in samples).
+
     ```python
     d = dsr.denoise(noisy)          # d.x: the series to fit, d.noise, d.window per channel
     dsr.fit(model, d.x, ...)

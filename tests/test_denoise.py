@@ -43,6 +43,16 @@ def test_only_the_noisy_channel_is_smoothed_and_spikes_are_not_noise():
     assert d.x.dtype == np.float32 and np.array_equal(d.x[:, 1:], x[:, 1:].astype(np.float32))
 
 
+def test_a_noisy_channel_with_fast_spikes_is_left_as_it_is():
+    rng = np.random.default_rng(3)
+    x = _signal()[:, 0]
+    x[::250] += 5.0  # one-sample spikes: the 7-point fit cannot follow them
+    noisy = x + 0.05 * rng.standard_normal(len(x))
+    d = dsr.denoise(noisy)
+    assert d.noise[0] == pytest.approx(0.05, rel=0.15) and d.window[0] == 0
+    assert np.array_equal(d.x, noisy)
+
+
 def test_one_channel_and_integer_input():
     rng = np.random.default_rng(2)
     x = _signal()[:, 0] + 0.05 * rng.standard_normal(4000)
