@@ -272,3 +272,17 @@ def test_denoised_data_smooths_training_and_validation_only_and_records_it():
     assert record["denoise"] == rec
     (m0,), record0 = _members("VAR1", data, dict(s, denoise_all=False), None, None, "x", "noisy")
     assert record0 == {} and m.info != m0.info
+
+
+def test_validation_probe_scores_the_true_system_and_reads_a_runs_sweeps(tmp_path):
+    from benchmarks.compare import _probe_validation as probe
+
+    r = probe.probe_one("Lorenz", "clean")
+    assert len(r["val_score_pieces"]) == len(r["test_D_stsp_pieces"]) == probe.PIECES
+    assert r["n_val"] == 2000 and r["bins"] == 12  # n_bins(2000, 3), as dsr.fit's validation
+    # a 4x longer run of the truth scores better than its typical 2,000-step piece, both ways
+    assert r["val_score_whole"] < np.median(r["val_score_pieces"])
+    assert r["test_D_stsp_whole"] < np.median(r["test_D_stsp_pieces"])
+    sw = probe.sweep_scores(str(ROOT / "docs/compare/rerun"), "Lorenz", "clean")
+    assert sw["member_min"] <= sw["selected_setting_median"] <= sw["member_max"]
+    assert probe.sweep_scores(str(tmp_path), "Lorenz", "clean") is None
