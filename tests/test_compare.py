@@ -125,6 +125,16 @@ def test_quick_run_writes_every_method_member_and_measure(tmp_path):
     assert cli.main(["--quick", "--out", str(out)]) == 0  # resumes: every cell from its file
     assert len(list((out / "cells").glob("*.json"))) == n
     assert "done before" in (out / "log.txt").read_text()
+    # the re-selection probe resumes a finished sweep from its checkpoint (nothing trains)
+    from benchmarks.compare import _probe_reselect
+
+    rec = tmp_path / "reselect.json"
+    assert _probe_reselect.main(["--run", str(out), "--cells", "Lorenz/clean", "--run-len",
+                                 "1000", "--out", str(rec)]) == 0
+    r = json.loads(rec.read_text())[f"{out}:Lorenz/clean"]
+    assert len(r["scores"]) == 2 * 2 and 0 <= r["selected"] < 2 and len(r["test"]) == 2
+    with pytest.raises(SystemExit):
+        _probe_reselect.main(["--run", str(out), "--cells", "Lorenz", "--out", str(rec)])
 
 
 def test_unsupported_dysts_names_stop_with_one_line_before_anything_runs(tmp_path):

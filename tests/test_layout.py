@@ -30,6 +30,9 @@ PRIVATE_IMPORTS = {
     "benchmarks/scan.py": {"dsr._solvers._associative", "dsr._solvers._auto",
                            "dsr._solvers._scan"},
     "benchmarks/compare/_measures.py": {"dsr.metrics._evaluate"},  # evaluate's orbit report
+    # fit's own validation score (bins, principal components), applied to the true system
+    "benchmarks/compare/_probe_validation.py": {"dsr._training._validation",
+                                                "dsr.metrics._dstsp_bins"},
     "examples/recording.py": {"dsr._cli._converters", "dsr._orbit_status",
                               "dsr._training._validation", "dsr.metrics._dstsp_bins"},
 }

@@ -1,0 +1,149 @@
+"""`python -m benchmarks.compare._probe_reselect --run DIR --cells SYSTEM/VARIANT ...
+[--run-len N] --out FILE`: would a steadier validation score have selected a better setting?
+
+For each named dsr cell of a comparison run (its settings from `DIR/settings.json`, its
+trained sweep from the checkpoint `DIR/ckpt/SYSTEM__VARIANT__shPLRNN.ckpt`, resumed, so
+nothing is trained again), every member of the sweep (each at the parameters `keep="best"`
+kept) runs freely for `--run-len` steps (default 8,000, four times the validation split) from
+the first tenth of the validation split (at most 200 steps, as `dsr.fit`'s validation), and is scored against the rest of the validation split by
+the test's measure, the Gaussian-mixture D_stsp (20,000 Monte-Carlo samples; an "off" or
+"collapsed" run ranks after every "ok" one, a diverged one is inf), instead of `dsr.fit`'s
+binning D_stsp of a validation-length run. The setting with the best median over its seeds is
+selected again, and its members are scored on the test trajectory as the comparison does
+(D_stsp, D_H, status over the 8,000-step test run). The data are the run's own (smoothed by
+`dsr.denoise` where the run did). Results accumulate in one JSON per `--out`, keyed by run
+and cell; a line per cell is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+from .._json import write_json
+
+CONTEXT = 200  # at most; a tenth of the validation split
+PENALTY = 1000.0
+
+
+def _sweep_result(run: str, s: dict, name: str, variant: str, data: dict, ckpt_dir: str):
+    """The cell's `SweepResult`, resumed from a copy of its finished checkpoint."""
+    import jax
+
+    import dsr
+
+    from ._dsr_method import MODELS, SETTINGS, grid_of
+
+    src = os.path.join(run, "ckpt", f"{name}__{variant}__shPLRNN.ckpt")
+    if not os.path.exists(src):
+        raise SystemExit(f"error: --cells {name}/{variant}: no checkpoint {src}")
+    ck = os.path.join(ckpt_dir, os.path.basename(src))
+    for ext in ("", ".history"):
+        if os.path.exists(src + ext):
+            shutil.copyfile(src + ext, ck + ext)
+    axes, base = grid_of(s)
+    N = data["train"].shape[1]
+    sw = dsr.sweep(lambda key, **size: MODELS["shPLRNN"](N, key, **size), dsr.Grid(**axes),
+                   runs=s["runs"], key=jax.random.key(s["seed"]))
+    res = dsr.fit(sw, data["train"], **base, steps=s["steps"], seq_len=SETTINGS["seq_len"],
+                  batch_size=SETTINGS["batch_size"], solver=SETTINGS["solver"],
+                  validation=data["val"], keep="best", key=jax.random.key(s["seed"] + 1),
+                  progress=False, checkpoint=ck, resume=ck)
+    return res.sweep
+
+
+def _free_run(m, context, n: int):
+    import jax
+    import numpy as np
+
+    from ._member import rollout
+
+    return np.asarray(jax.jit(lambda c: rollout(m, c, n))(context), np.float64)
+
+
+def reselect(run: str, s: dict, name: str, variant: str, run_len: int) -> dict:
+    import jax
+    import numpy as np
+
+    from ._dsr_method import as_member, denoised
+    from ._measures import WARMUP, orbit_measures
+    from ._run import VARIANTS
+    from ._systems import get_system, make_data
+
+    t0 = time.perf_counter()
+    data = make_data(get_system(name, s["pts_per_period"]), s["n_train"], s["n_test"],
+                     s["transient"], VARIANTS[variant], s["seed"])
+    fit_data = denoised(data)[0] if s.get("dsr_denoise") else data
+    with tempfile.TemporaryDirectory() as tmp:
+        table = _sweep_result(run, s, name, variant, fit_data, tmp)
+    val = np.asarray(fit_data["val"], np.float64)
+    ctx = min(CONTEXT, len(val) // 10)
+    scores, statuses = [], []
+    for i in range(len(table.rows)):
+        m = as_member(table.member(i), 0.0, {})
+        r = orbit_measures(val[ctx:], _free_run(m, fit_data["val"][:ctx], run_len),
+                           jax.random.key(7))
+        ok = r["status"] == "ok"
+        scores.append(r["D_stsp"] if ok else (np.inf if r["diverged"] else PENALTY + r["D_stsp"]))
+        statuses.append(r["status"])
+    setting = [int(r["setting"]) for r in table.rows]
+    medians = [float(np.median([scores[i] for i in range(len(scores)) if setting[i] == g]))
+               for g in range(len(table.settings))]
+    new = int(np.argmin(medians))
+    test = data["test"]
+    members = []
+    for k, i in enumerate(i for i in range(len(scores)) if setting[i] == new):
+        m = as_member(table.member(i), 0.0, {})
+        r = orbit_measures(np.asarray(test[WARMUP:], np.float64),
+                           _free_run(m, test[:WARMUP], len(test) - WARMUP),
+                           jax.random.key(100 + k))
+        members.append(dict(member=i, D_stsp=r["D_stsp"], D_H=r["D_H"], status=r["status"]))
+    return dict(run=run, cell=f"{name}/{variant}", run_len=run_len,
+                selected_before=int(table.selected), selected=new,
+                setting=dict(table.settings[new]), scores=scores, statuses=statuses,
+                setting_medians=medians, test=members, seconds=time.perf_counter() - t0)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.compare._probe_reselect",
+                                description=__doc__.split("\n\n")[0])
+    p.add_argument("--run", required=True, metavar="DIR", help="a comparison run's --out")
+    p.add_argument("--cells", nargs="+", required=True, metavar="SYSTEM/VARIANT")
+    p.add_argument("--run-len", type=int, default=8000, metavar="N",
+                   help="free-run steps per validation score (default 8000)")
+    p.add_argument("--out", required=True, metavar="FILE", help="the JSON record (appended)")
+    a = p.parse_args(argv)
+    settings = os.path.join(a.run, "settings.json")
+    if not os.path.exists(settings):
+        p.error(f"--run {a.run}: no comparison run there (no settings.json)")
+    if a.run_len < 320:  # D_H's shortest series (dsr.metrics.power_spectrum_distance)
+        p.error(f"--run-len must be ≥ 320; got {a.run_len}")
+    for c in a.cells:
+        if c.count("/") != 1 or c.split("/")[1] not in ("clean", "noisy"):
+            p.error(f"--cells: SYSTEM/clean or SYSTEM/noisy; got {c!r}")
+    with open(settings) as fh:
+        s = json.load(fh)
+    record = {}
+    if os.path.exists(a.out):
+        with open(a.out) as fh:
+            record = json.load(fh)
+    for c in a.cells:
+        r = reselect(a.run, s, *c.split("/"), a.run_len)
+        record[f"{a.run}:{c}"] = r
+        os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
+        write_json(a.out, record)
+        t = r["test"]
+        ds = ", ".join(f"{m['D_stsp']:.3g}" for m in t)
+        print(f"{c}: setting {r['selected_before']} -> {r['selected']} {r['setting']}; test "
+              f"D_stsp {ds} ({'/'.join(m['status'] for m in t)}); {r['seconds']:.0f} s",
+              flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
