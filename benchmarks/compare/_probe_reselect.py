@@ -135,7 +135,6 @@ def main(argv=None) -> int:
     for c in a.cells:
         r = reselect(a.run, s, *c.split("/"), a.run_len)
         record[f"{a.run}:{c}"] = r
-        os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
         write_json(a.out, record)
         t = r["test"]
         ds = ", ".join(f"{m['D_stsp']:.3g}" for m in t)
