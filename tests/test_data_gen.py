@@ -483,7 +483,7 @@ def test_bad_library_input_fails_fast(call, exc, pattern):
     t = time.perf_counter()
     with pytest.raises(exc, match=pattern):
         call()
-    assert time.perf_counter() - t < 1.0
+    assert time.perf_counter() - t < 2.0
 
 
 BAD_CLI = [  # (arguments, what the one-line error must name)
@@ -524,7 +524,7 @@ def test_bad_cli_input_is_one_line_exit_2(argv, message, tmp_path, capsys):
     t = time.perf_counter()
     with pytest.raises(SystemExit) as e:
         cli(args)
-    assert time.perf_counter() - t < 1.0 and e.value.code == 2
+    assert time.perf_counter() - t < 2.0 and e.value.code == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and message in err and "Traceback" not in err
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())

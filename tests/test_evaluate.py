@@ -125,7 +125,7 @@ def test_bad_evaluate_inputs_raise_fast(case):
     t0 = time.perf_counter()
     with pytest.raises(exc, match=f"`{name}`"):
         fn()
-    assert time.perf_counter() - t0 < 1.0
+    assert time.perf_counter() - t0 < 2.0
 
 
 def test_rmse_integer_types():
