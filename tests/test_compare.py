@@ -135,6 +135,17 @@ def test_quick_run_writes_every_method_member_and_measure(tmp_path):
     assert len(r["scores"]) == 2 * 2 and 0 <= r["selected"] < 2 and len(r["test"]) == 2
     with pytest.raises(SystemExit):
         _probe_reselect.main(["--run", str(out), "--cells", "Lorenz", "--out", str(rec)])
+    # the rules probe: every member scored by each validation rule and on the test
+    from benchmarks.compare import _probe_rules
+
+    rec = tmp_path / "rules.json"
+    assert _probe_rules.main(["--run", str(out), "--cells", "Lorenz/clean", "--run-len",
+                              "1000", "--out", str(rec)]) == 0
+    r = json.loads(rec.read_text())[f"{out}:Lorenz/clean"]
+    assert len(r["members"]) == 2 * 2 and set(r["rules"]) == set(_probe_rules.RULES)
+    fit_rule = r["rules"]["fit"]
+    assert fit_rule["selected"] == r["selected_by_fit"]  # `fit`'s own rule selects as fit did
+    assert len(fit_rule["test_D_stsp"]) == 2 and math.isfinite(float(r["best_other_D_stsp"]))
 
 
 def test_unsupported_dysts_names_stop_with_one_line_before_anything_runs(tmp_path):

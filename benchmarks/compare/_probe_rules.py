@@ -1,0 +1,221 @@
+"""`python -m benchmarks.compare._probe_rules --run DIR [--cells SYSTEM/VARIANT ...] --out FILE`:
+which validation rule would have selected dsr's settings best?
+
+For every dsr cell of a finished comparison run (its trained sweep resumed from
+`DIR/ckpt/SYSTEM__VARIANT__shPLRNN.ckpt`, so nothing is trained again), EVERY member of the
+sweep (each at the parameters `keep="best"` kept) is scored by three validation rules, all on
+the validation split only:
+
+- `fit`: `dsr.fit`'s own score (binning D_stsp of a validation-length free run; what the
+  comparison selects by);
+- `gmm`: the Gaussian-mixture D_stsp of an 8,000-step free run (`--run-len`) from the split's first tenth
+  against the rest of it (`_probe_reselect`'s score; "off"/"collapsed" rank after "ok");
+- `forecast`: the mean forecast RMSE over `horizon` steps on 20 validation windows
+  (`_measures.validation_score`: the criterion SINDy and the ESN are tuned by);
+
+and on the test trajectory as the comparison scores its members (D_stsp, D_H, status). Each
+rule then selects the setting with the best median over its seeds; the record has, per rule,
+the selected setting and its members' test scores, and the median test D_stsp against the
+best other method of the same cell. The members' test scores are for the diagnosis only:
+nothing here selects by them, and the best setting by the test (`by_test`) is reported as
+what it is: the most any rule could reach with these members. Results accumulate in one JSON
+per `--out`, keyed by run and cell; `--table` prints its markdown table and per-rule counts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+
+from .._json import write_json
+from ._probe_reselect import CONTEXT, PENALTY, _free_run, _sweep_result
+
+RULES = ("fit", "gmm", "forecast")
+GMM_RUN = 8000
+
+
+def _ok_score(r: dict) -> float:
+    """A D_stsp with "off"/"collapsed" ranked after every "ok" and diverged as inf."""
+    import numpy as np
+
+    if r["status"] == "ok":
+        return r["D_stsp"]
+    return np.inf if r["diverged"] else PENALTY + r["D_stsp"]
+
+
+def _best_other(run: str, name: str, variant: str) -> tuple[str, float]:
+    import numpy as np
+
+    best = ("", np.inf)
+    for meth in ("SINDy", "ESN", "VAR1"):
+        path = os.path.join(run, "cells", f"{name}__{variant}__{meth}.json")
+        if os.path.exists(path):
+            with open(path) as fh:
+                med = float(np.median([float(m["D_stsp"]) for m in json.load(fh)["members"]]))
+            if med < best[1]:
+                best = (meth, med)
+    return best
+
+
+def score_cell(run: str, s: dict, name: str, variant: str, run_len: int = GMM_RUN) -> dict:
+    import jax
+    import numpy as np
+
+    from ._dsr_method import as_member, denoised
+    from ._measures import WARMUP, orbit_measures, validation_score
+    from ._run import VARIANTS
+    from ._systems import get_system, make_data
+
+    t0 = time.perf_counter()
+    data = make_data(get_system(name, s["pts_per_period"]), s["n_train"], s["n_test"],
+                     s["transient"], VARIANTS[variant], s["seed"])
+    fit_data = denoised(data)[0] if s.get("dsr_denoise") else data
+    with tempfile.TemporaryDirectory() as tmp:
+        table = _sweep_result(run, s, name, variant, fit_data, tmp)
+    val = np.asarray(fit_data["val"], np.float64)
+    test = np.asarray(data["test"], np.float64)
+    ctx = min(CONTEXT, len(val) // 10)
+    members = []
+    for i, row in enumerate(table.rows):
+        m = as_member(table.member(i), 0.0, {})
+        g = orbit_measures(val[ctx:], _free_run(m, fit_data["val"][:ctx], run_len),
+                           jax.random.key(7))
+        t = orbit_measures(test[WARMUP:], _free_run(m, data["test"][:WARMUP],
+                                                    len(test) - WARMUP), jax.random.key(100))
+        fit_score = row.get("score")
+        members.append(dict(member=i, setting=int(row["setting"]),
+                            fit=np.inf if fit_score is None else float(fit_score),
+                            gmm=_ok_score(g), gmm_status=g["status"],
+                            forecast=validation_score(m, fit_data["val"], s["horizon"]),
+                            test_D_stsp=t["D_stsp"], test_D_H=t["D_H"],
+                            test_status=t["status"]))
+    other, other_med = _best_other(run, name, variant)
+    rules = {}
+    for rule in RULES:
+        med = [float(np.median([r[rule] for r in members if r["setting"] == g]))
+               for g in range(len(table.settings))]
+        sel = int(np.argmin(med))
+        mine = [r for r in members if r["setting"] == sel]
+        d = float(np.median([r["test_D_stsp"] for r in mine]))
+        rules[rule] = dict(selected=sel, setting=dict(table.settings[sel]), medians=med,
+                           test_D_stsp=[r["test_D_stsp"] for r in mine],
+                           test_status=[r["test_status"] for r in mine], median_D_stsp=d,
+                           median_D_H=float(np.median([r["test_D_H"] for r in mine])),
+                           ratio=d / other_med)
+    return dict(run=run, cell=f"{name}/{variant}", selected_by_fit=int(table.selected),
+                best_other=other, best_other_D_stsp=other_med, members=members, rules=rules,
+                seconds=time.perf_counter() - t0)
+
+
+def _not_ok(statuses) -> bool:
+    """The median member is not "ok": more than half of them are not."""
+    return sum(x != "ok" for x in statuses) > len(statuses) / 2
+
+
+def by_test(cell: dict) -> dict:
+    """The diagnosis no rule can reach: per setting the median test D_stsp of its members;
+    the best of them against the best other method, and how many settings and members are
+    within 2 x of it (is a better selection enough, or must the training improve?)."""
+    import numpy as np
+
+    m, other = cell["members"], cell["best_other_D_stsp"]
+    n_set = max(r["setting"] for r in m) + 1
+    med = [float(np.median([float(r["test_D_stsp"]) for r in m if r["setting"] == g]))
+           for g in range(n_set)]
+    return dict(setting=int(np.argmin(med)), ratio=min(med) / other, settings=n_set,
+                settings_within_2x=sum(x <= 2 * other for x in med), members=len(m),
+                members_within_2x=sum(float(r["test_D_stsp"]) <= 2 * other for r in m))
+
+
+def summary(record: dict, runs: list[str] | None = None) -> list[str]:
+    """Per run and rule: cells whose selected median is best / within 2x / not ok, and the
+    same for the best setting by the test (`by_test`)."""
+    import numpy as np
+
+    out = []
+    for run in sorted({r["run"] for r in record.values()} if runs is None else runs):
+        cells = [r for r in record.values() if r["run"] == run]
+        for rule in RULES + ("by test",):
+            if rule == "by test":
+                ratios, bad = [by_test(c)["ratio"] for c in cells], 0
+            else:
+                ratios = [float(c["rules"][rule]["ratio"]) for c in cells]
+                bad = sum(_not_ok(c["rules"][rule]["test_status"]) for c in cells)
+            out.append(f"{run} {rule:>8}: best {sum(x < 1 for x in ratios)}/{len(cells)}, "
+                       f"within 2x {sum(x <= 2 for x in ratios)}/{len(cells)}, median ratio "
+                       f"{np.median(ratios):.3g}, median member not ok in {bad}")
+    return out
+
+
+def table(record: dict) -> str:
+    """Markdown: one row per cell, each rule's ratio to the best other method and the
+    best setting by the test."""
+    head = ("| run | system | variant | best other | " + " | ".join(RULES)
+            + " | best setting by the test | settings within 2x | members within 2x |")
+    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+    for c in record.values():
+        t = by_test(c)
+        name, variant = c["cell"].split("/")
+        r = [f"{float(c['rules'][k]['ratio']):.2g} x" for k in RULES]
+        lines.append(f"| {os.path.basename(c['run'])} | {name} | {variant} | {c['best_other']} "
+                     f"{c['best_other_D_stsp']:.3g} | " + " | ".join(r)
+                     + f" | {t['ratio']:.2g} x | {t['settings_within_2x']}/{t['settings']} | "
+                     f"{t['members_within_2x']}/{t['members']} |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.compare._probe_rules",
+                                description=__doc__.split("\n\n")[0])
+    p.add_argument("--run", required=True, metavar="DIR", help="a comparison run's --out")
+    p.add_argument("--cells", nargs="*", metavar="SYSTEM/VARIANT",
+                   help="default: every dsr cell of the run")
+    p.add_argument("--run-len", type=int, default=GMM_RUN, metavar="N",
+                   help=f"free-run steps of the `gmm` score (default {GMM_RUN})")
+    p.add_argument("--out", required=True, metavar="FILE", help="the JSON record (appended)")
+    p.add_argument("--table", action="store_true",
+                   help="print the record's markdown table (every run in --out) and stop")
+    a = p.parse_args(argv)
+    if a.table:
+        if not os.path.exists(a.out):
+            p.error(f"--out {a.out}: no record there")
+        with open(a.out) as fh:
+            record = json.load(fh)
+        print(table(record))
+        print("\n".join(summary(record)))
+        return 0
+    if a.run_len < 320:  # D_H's shortest series (dsr.metrics.power_spectrum_distance)
+        p.error(f"--run-len must be ≥ 320; got {a.run_len}")
+    settings = os.path.join(a.run, "settings.json")
+    if not os.path.exists(settings):
+        p.error(f"--run {a.run}: no comparison run there (no settings.json)")
+    with open(settings) as fh:
+        s = json.load(fh)
+    cells = a.cells or [f"{n}/{v}" for n in s["systems"] for v in s["variants"]]
+    for c in cells:
+        if c.count("/") != 1 or c.split("/")[1] not in ("clean", "noisy"):
+            p.error(f"--cells: SYSTEM/clean or SYSTEM/noisy; got {c!r}")
+    record = {}
+    if os.path.exists(a.out):
+        with open(a.out) as fh:
+            record = json.load(fh)
+    for c in cells:
+        if f"{a.run}:{c}" in record:
+            continue
+        r = score_cell(a.run, s, *c.split("/"), a.run_len)
+        record[f"{a.run}:{c}"] = r
+        write_json(a.out, record)
+        print(f"{c}: " + "; ".join(f"{k} -> {v['selected']} {v['median_D_stsp']:.3g} "
+                                    f"({v['ratio']:.2g}x {r['best_other']})"
+                                    for k, v in r["rules"].items())
+              + f"; {r['seconds']:.0f} s", flush=True)
+    print("\n".join(summary(record, [a.run])))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
