@@ -66,21 +66,30 @@ def _free_run(m, context, n: int):
     return np.asarray(jax.jit(lambda c: rollout(m, c, n))(context), np.float64)
 
 
-def reselect(run: str, s: dict, name: str, variant: str, run_len: int) -> dict:
-    import jax
-    import numpy as np
-
-    from ._dsr_method import as_member, denoised
-    from ._measures import WARMUP, orbit_measures
+def finished_cell(run: str, s: dict, name: str, variant: str) -> tuple[dict, dict, object]:
+    """`(data, fit_data, sweep table)` of a finished dsr cell: the run's data, what dsr was
+    fitted on (smoothed where the run did) and its `SweepResult`, resumed (nothing trained)."""
+    from ._dsr_method import denoised
     from ._run import VARIANTS
     from ._systems import get_system, make_data
 
-    t0 = time.perf_counter()
     data = make_data(get_system(name, s["pts_per_period"]), s["n_train"], s["n_test"],
                      s["transient"], VARIANTS[variant], s["seed"])
     fit_data = denoised(data)[0] if s.get("dsr_denoise") else data
     with tempfile.TemporaryDirectory() as tmp:
         table = _sweep_result(run, s, name, variant, fit_data, tmp)
+    return data, fit_data, table
+
+
+def reselect(run: str, s: dict, name: str, variant: str, run_len: int) -> dict:
+    import jax
+    import numpy as np
+
+    from ._dsr_method import as_member
+    from ._measures import WARMUP, orbit_measures
+
+    t0 = time.perf_counter()
+    data, fit_data, table = finished_cell(run, s, name, variant)
     val = np.asarray(fit_data["val"], np.float64)
     ctx = min(CONTEXT, len(val) // 10)
     scores, statuses = [], []

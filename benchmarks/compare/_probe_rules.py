@@ -32,11 +32,10 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 import time
 
 from .._json import write_json
-from ._probe_reselect import CONTEXT, PENALTY, _free_run, _sweep_result
+from ._probe_reselect import CONTEXT, PENALTY, _free_run, finished_cell
 
 RULES = ("fit", "gmm", "forecast", "gmm_all")
 GMM_RUN = 8000
@@ -69,17 +68,11 @@ def score_cell(run: str, s: dict, name: str, variant: str, run_len: int = GMM_RU
     import jax
     import numpy as np
 
-    from ._dsr_method import as_member, denoised
+    from ._dsr_method import as_member
     from ._measures import WARMUP, orbit_measures, validation_score
-    from ._run import VARIANTS
-    from ._systems import get_system, make_data
 
     t0 = time.perf_counter()
-    data = make_data(get_system(name, s["pts_per_period"]), s["n_train"], s["n_test"],
-                     s["transient"], VARIANTS[variant], s["seed"])
-    fit_data = denoised(data)[0] if s.get("dsr_denoise") else data
-    with tempfile.TemporaryDirectory() as tmp:
-        table = _sweep_result(run, s, name, variant, fit_data, tmp)
+    data, fit_data, table = finished_cell(run, s, name, variant)
     val = np.asarray(fit_data["val"], np.float64)
     test = np.asarray(data["test"], np.float64)
     ctx = min(CONTEXT, len(val) // 10)
