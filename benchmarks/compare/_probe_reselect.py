@@ -66,6 +66,13 @@ def _free_run(m, context, n: int):
     return np.asarray(jax.jit(lambda c: rollout(m, c, n))(context), np.float64)
 
 
+def ok_score(r: dict) -> float:
+    """An orbit's D_stsp with "off"/"collapsed" ranked after every "ok" and diverged as inf."""
+    if r["status"] == "ok":
+        return r["D_stsp"]
+    return float("inf") if r["diverged"] else PENALTY + r["D_stsp"]
+
+
 def finished_cell(run: str, s: dict, name: str, variant: str) -> tuple[dict, dict, object]:
     """`(data, fit_data, sweep table)` of a finished dsr cell: the run's data, what dsr was
     fitted on (smoothed where the run did) and its `SweepResult`, resumed (nothing trained)."""
@@ -97,8 +104,7 @@ def reselect(run: str, s: dict, name: str, variant: str, run_len: int) -> dict:
         m = as_member(table.member(i), 0.0, {})
         r = orbit_measures(val[ctx:], _free_run(m, fit_data["val"][:ctx], run_len),
                            jax.random.key(7))
-        ok = r["status"] == "ok"
-        scores.append(r["D_stsp"] if ok else (np.inf if r["diverged"] else PENALTY + r["D_stsp"]))
+        scores.append(ok_score(r))
         statuses.append(r["status"])
     setting = [int(r["setting"]) for r in table.rows]
     medians = [float(np.median([scores[i] for i in range(len(scores)) if setting[i] == g]))

@@ -35,19 +35,10 @@ import sys
 import time
 
 from .._json import write_json
-from ._probe_reselect import CONTEXT, PENALTY, _free_run, finished_cell
+from ._probe_reselect import CONTEXT, _free_run, finished_cell, ok_score
 
 RULES = ("fit", "gmm", "forecast", "gmm_all")
 GMM_RUN = 8000
-
-
-def _ok_score(r: dict) -> float:
-    """A D_stsp with "off"/"collapsed" ranked after every "ok" and diverged as inf."""
-    import numpy as np
-
-    if r["status"] == "ok":
-        return r["D_stsp"]
-    return np.inf if r["diverged"] else PENALTY + r["D_stsp"]
 
 
 def _best_other(run: str, name: str, variant: str) -> tuple[str, float]:
@@ -88,8 +79,8 @@ def score_cell(run: str, s: dict, name: str, variant: str, run_len: int = GMM_RU
         fit_score = row.get("score")
         members.append(dict(member=i, setting=int(row["setting"]),
                             fit=np.inf if fit_score is None else float(fit_score),
-                            gmm=_ok_score(g), gmm_status=g["status"],
-                            gmm_all=_ok_score(g_all),
+                            gmm=ok_score(g), gmm_status=g["status"],
+                            gmm_all=ok_score(g_all),
                             forecast=validation_score(m, fit_data["val"], s["horizon"]),
                             test_D_stsp=t["D_stsp"], test_D_H=t["D_H"],
                             test_status=t["status"]))
