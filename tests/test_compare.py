@@ -307,3 +307,51 @@ def test_validation_probe_scores_the_true_system_and_reads_a_runs_sweeps(tmp_pat
     sw = probe.sweep_scores(str(ROOT / "docs/compare/rerun"), "Lorenz", "clean")
     assert sw["member_min"] <= sw["selected_setting_median"] <= sw["member_max"]
     assert probe.sweep_scores(str(tmp_path), "Lorenz", "clean") is None
+
+
+def _fake_run(root, model, fits, tests, others=None):
+    """A finished run's files as `_probe_classes` reads them: one cell, its sweep's
+    settings (α × learning rate) and a `_probe_rules` record entry for its members."""
+    run = root / model
+    (run / "cells").mkdir(parents=True)
+    settings = [dict(alpha=a, learning_rate=lr) for a in (0.1, 0.2) for lr in (2e-3, 5e-3)]
+    (run / "cells" / f"Lorenz__clean__{model}.json").write_text(
+        json.dumps(dict(sweep=dict(settings=settings))))
+    for meth, (d, h) in (others or {}).items():
+        members = [dict(D_stsp=d, D_H=h), dict(D_stsp=d, D_H=h)]
+        (run / "cells" / f"Lorenz__clean__{meth}.json").write_text(
+            json.dumps(dict(members=members)))
+    members = [dict(setting=g, fit=f, test_D_stsp=t, test_D_H=t / 10, test_status="ok")
+               for g in range(4) for f, t in zip(fits[g], tests[g])]
+    return str(run), dict(run=str(run), cell="Lorenz/clean", model=model, members=members)
+
+
+def test_classes_probe_pools_both_runs_and_selects_by_validation_only(tmp_path, capsys):
+    from benchmarks.compare import _probe_classes
+
+    # settings 1 and 3 have learning rate 5e-3; the plain run's best validation median is
+    # setting 0 (excluded by --where), the clipped run's setting 3 beats the plain setting 1
+    a, ca = _fake_run(tmp_path, "shPLRNN", [(0.1, 0.1), (0.5, 0.7), (0.9, 0.9), (2.0, 2.0)],
+                      [(9.0, 9.0), (0.2, 0.4), (1.0, 1.0), (1.0, 1.0)],
+                      others=dict(SINDy=(0.5, 0.02), ESN=(0.8, 0.01)))
+    b, cb = _fake_run(tmp_path, "clipped", [(1.0, 1.0), (0.9, 0.9), (1.0, 1.0), (0.3, 0.4)],
+                      [(0.1, 0.1), (0.1, 0.1), (0.1, 0.1), (0.6, 1.4)])
+    rec = tmp_path / "rules.json"
+    rec.write_text(json.dumps({f"{a}:Lorenz/clean": ca, f"{b}:Lorenz/clean": cb}))
+    out = tmp_path / "classes.json"
+    assert _probe_classes.main(["--runs", a, b, "--record", str(rec), "--out", str(out)]) == 0
+    r = json.loads(out.read_text())
+    cell = r["cells"]["Lorenz/clean"]
+    p = cell["pooled"]
+    assert p["model"] == "clipped" and p["setting"] == dict(alpha=0.2, learning_rate=5e-3)
+    assert p["median_D_stsp"] == pytest.approx(1.0)  # not the test-best members of setting 0
+    assert p["ratio_D_stsp"] == pytest.approx(1.0 / 0.5)  # best other: SINDy's 0.5
+    assert p["ratio_D_H"] == pytest.approx(0.1 / 0.01)  # best other D_H: the ESN's 0.01
+    assert cell[f"{a}|where"]["setting"]["alpha"] == 0.1  # plain alone, lr 5e-3: setting 1
+    assert cell[f"{a}|all"]["median_D_stsp"] == pytest.approx(9.0)  # full grid: setting 0
+    assert r["summary"]["pooled"] == dict(cells=1, best_D_stsp=0, best_D_H=0, within_2x=1,
+                                          median_not_ok=0)
+    with pytest.raises(SystemExit):
+        _probe_classes.main(["--runs", a, b, "--record", str(rec), "--where", "lr",
+                             "--out", str(out)])
+    assert "--where" in capsys.readouterr().err

@@ -2,9 +2,9 @@
 [--run-len N] --out FILE`: would a steadier validation score have selected a better setting?
 
 For each named dsr cell of a comparison run (its settings from `DIR/settings.json`, its
-trained sweep from the checkpoint `DIR/ckpt/SYSTEM__VARIANT__shPLRNN.ckpt`, resumed, so
-nothing is trained again), every member of the sweep (each at the parameters `keep="best"`
-kept) runs freely for `--run-len` steps (default 8,000, four times the validation split) from
+trained sweep from the checkpoint `DIR/ckpt/SYSTEM__VARIANT__MODEL.ckpt`, MODEL the run's
+dsr model, resumed, so nothing is trained again), every member of the sweep (each at the
+parameters `keep="best"` kept) runs freely for `--run-len` steps (default 8,000, four times the validation split) from
 the first tenth of the validation split (at most 200 steps, as `dsr.fit`'s validation), and is scored against the rest of the validation split by
 the test's measure, the Gaussian-mixture D_stsp (20,000 Monte-Carlo samples; an "off" or
 "collapsed" run ranks after every "ok" one, a diverged one is inf), instead of `dsr.fit`'s
@@ -31,6 +31,17 @@ CONTEXT = 200  # at most; a tenth of the validation split
 PENALTY = 1000.0
 
 
+def dsr_model(s: dict) -> str:
+    """The run's dsr model (the first of its `--methods` that is one: "shPLRNN",
+    "clipped_shPLRNN", ...)."""
+    from ._dsr_method import MODELS
+
+    names = [m for m in s["methods"] if m in MODELS]
+    if not names:
+        raise SystemExit(f"error: the run's methods {s['methods']} hold no dsr model")
+    return names[0]
+
+
 def _sweep_result(run: str, s: dict, name: str, variant: str, data: dict, ckpt_dir: str):
     """The cell's `SweepResult`, resumed from a copy of its finished checkpoint."""
     import jax
@@ -39,7 +50,8 @@ def _sweep_result(run: str, s: dict, name: str, variant: str, data: dict, ckpt_d
 
     from ._dsr_method import MODELS, SETTINGS, grid_of
 
-    src = os.path.join(run, "ckpt", f"{name}__{variant}__shPLRNN.ckpt")
+    model = dsr_model(s)
+    src = os.path.join(run, "ckpt", f"{name}__{variant}__{model}.ckpt")
     if not os.path.exists(src):
         raise SystemExit(f"error: --cells {name}/{variant}: no checkpoint {src}")
     ck = os.path.join(ckpt_dir, os.path.basename(src))
@@ -48,7 +60,7 @@ def _sweep_result(run: str, s: dict, name: str, variant: str, data: dict, ckpt_d
             shutil.copyfile(src + ext, ck + ext)
     axes, base = grid_of(s)
     N = data["train"].shape[1]
-    sw = dsr.sweep(lambda key, **size: MODELS["shPLRNN"](N, key, **size), dsr.Grid(**axes),
+    sw = dsr.sweep(lambda key, **size: MODELS[model](N, key, **size), dsr.Grid(**axes),
                    runs=s["runs"], key=jax.random.key(s["seed"]))
     res = dsr.fit(sw, data["train"], **base, steps=s["steps"], seq_len=SETTINGS["seq_len"],
                   batch_size=SETTINGS["batch_size"], solver=SETTINGS["solver"],

@@ -2,7 +2,7 @@
 which validation rule would have selected dsr's settings best?
 
 For every dsr cell of a finished comparison run (its trained sweep resumed from
-`DIR/ckpt/SYSTEM__VARIANT__shPLRNN.ckpt`, so nothing is trained again), EVERY member of the
+`DIR/ckpt/SYSTEM__VARIANT__MODEL.ckpt`, MODEL the run's dsr model, so nothing is trained again), EVERY member of the
 sweep (each at the parameters `keep="best"` kept) is scored by four validation rules:
 
 - `fit`: `dsr.fit`'s own score (binning D_stsp of a validation-length free run; what the
@@ -35,7 +35,7 @@ import sys
 import time
 
 from .._json import write_json
-from ._probe_reselect import CONTEXT, _free_run, finished_cell, ok_score
+from ._probe_reselect import CONTEXT, _free_run, dsr_model, finished_cell, ok_score
 
 RULES = ("fit", "gmm", "forecast", "gmm_all")
 GMM_RUN = 8000
@@ -97,7 +97,8 @@ def score_cell(run: str, s: dict, name: str, variant: str, run_len: int = GMM_RU
                            test_status=[r["test_status"] for r in mine], median_D_stsp=d,
                            median_D_H=float(np.median([r["test_D_H"] for r in mine])),
                            ratio=d / other_med)
-    return dict(run=run, cell=f"{name}/{variant}", selected_by_fit=int(table.selected),
+    return dict(run=run, cell=f"{name}/{variant}", model=dsr_model(s),
+                selected_by_fit=int(table.selected),
                 best_other=other, best_other_D_stsp=other_med, members=members, rules=rules,
                 seconds=time.perf_counter() - t0)
 
