@@ -355,3 +355,34 @@ def test_classes_probe_pools_both_runs_and_selects_by_validation_only(tmp_path, 
         _probe_classes.main(["--runs", a, b, "--record", str(rec), "--where", "lr",
                              "--out", str(out)])
     assert "--where" in capsys.readouterr().err
+
+
+def test_dsr_grid_alpha_model_trains_one_program_per_class_and_selects_over_both(tmp_path,
+                                                                                capsys):
+    out = tmp_path / "m"
+    args = ["--quick", "--systems", "Lorenz", "--methods", "shPLRNN", "VAR1", "--dsr-grid",
+            "alpha-model", "--out", str(out)]
+    assert cli.main(args) == 0
+    cell = json.loads((out / "cells" / "Lorenz__clean__shPLRNN.json").read_text())
+    sw = cell["sweep"]
+    assert sw["keys"] == ["model", "alpha"] and len(sw["settings"]) == 2 and sw["runs"] == 2
+    assert [g["model"] for g in sw["settings"]] == ["shPLRNN", "clipped_shPLRNN"]
+    assert [r["member"] for r in sw["rows"]] == [0, 1, 2, 3]
+    scores = np.where(np.isnan(sw["setting_scores"]), np.inf, sw["setting_scores"])
+    assert sw["selected"] == int(np.argmin(scores))  # the rule over both programs' settings
+    for g, sc in enumerate(sw["setting_scores"]):  # each setting's score: its seeds' median
+        mine = [r["score"] for r in sw["rows"] if r["setting"] == g]
+        assert sc == pytest.approx(float(np.median(mine)))
+    cls = {"shPLRNN": "ShPLRNN", "clipped_shPLRNN": "ClippedShPLRNN"}
+    want = cls[sw["settings"][sw["selected"]]["model"]]
+    assert [m["info"]["model"] for m in cell["members"]] == [want, want]
+    assert [p["model"] for p in cell["fit"]["programs"]] == ["shPLRNN", "clipped_shPLRNN"]
+    for name in ("shPLRNN", "clipped_shPLRNN"):  # one checkpoint per class's program
+        assert (out / "ckpt" / f"Lorenz__clean__shPLRNN.{name}.ckpt").exists()
+    assert "model = " in (out / "table.md").read_text()
+    settings = json.loads((out / "settings.json").read_text())
+    assert settings["dsr_grid"] == "alpha-model"
+    with pytest.raises(SystemExit):  # the class is the axis: dsr's method must be the family
+        cli.main(["--quick", "--methods", "clipped_shPLRNN", "--dsr-grid", "alpha-model",
+                  "--out", str(tmp_path / "x")])
+    assert "--methods must name shPLRNN" in capsys.readouterr().err

@@ -48,10 +48,11 @@ def parse(argv):
     p.add_argument("--runs", type=int, metavar="R",
                    help="dsr: seeds per setting of its sweep (the selected setting's R "
                         "members are reported)")
-    p.add_argument("--dsr-grid", choices=("alpha-lr", "alpha-noise"),
+    p.add_argument("--dsr-grid", choices=("alpha-lr", "alpha-noise", "alpha-model"),
                    help="dsr's 8 settings: α {0.05, 0.1, 0.2, 0.3} × lr {2e-3, 5e-3} "
-                        "(alpha-lr, the default) or × teacher noise σ {0, 0.05} at lr 5e-3 "
-                        "(alpha-noise)")
+                        "(alpha-lr, the default), × teacher noise σ {0, 0.05} at lr 5e-3 "
+                        "(alpha-noise) or × model class {shPLRNN, clipped_shPLRNN} at lr 5e-3 "
+                        "(alpha-model; with --methods naming shPLRNN as dsr's only model)")
     p.add_argument("--dsr-denoise", action="store_true",
                    help="dsr trains and validates on its data smoothed by dsr.denoise "
                         "(Savitzky-Golay, per noisy channel; a no-op on noise-free data)")
@@ -89,6 +90,14 @@ def parse(argv):
         p.error(f"--section: letters, digits, - and _ only; got {a.section!r}")
     if a.quick and a.dsr_grid == "alpha-noise":
         p.error("--dsr-grid alpha-noise: --quick sweeps its own small grid (α 0.1, 0.2)")
+    if a.dsr_grid == "alpha-model":
+        from ._dsr_method import MODELS
+
+        named = a.methods or (METHODS if a.quick else DEFAULT_METHODS)
+        dsr_methods = [m for m in named if m in MODELS]
+        if dsr_methods != ["shPLRNN"]:
+            p.error("--dsr-grid alpha-model sweeps the model class itself: --methods must name "
+                    f"shPLRNN as dsr's only model; got {dsr_methods}")
     if a.dsr_denoise and a.denoise_all:
         p.error("--dsr-denoise and --denoise-all: give one of them (--denoise-all includes dsr)")
     if a.extra and a.systems:
@@ -118,7 +127,7 @@ def main(argv=None) -> int:
     for opt in ("members", "runs", "steps"):
         if getattr(a, opt) is not None:
             s[opt] = getattr(a, opt)
-    if a.dsr_grid == "alpha-noise":  # recorded only when set: earlier runs stay valid
+    if a.dsr_grid in ("alpha-noise", "alpha-model"):  # recorded only when set: earlier runs
         s["dsr_grid"] = a.dsr_grid
     if a.dsr_denoise or a.denoise_all:  # recorded only when set: earlier runs stay valid
         s["dsr_denoise"] = True

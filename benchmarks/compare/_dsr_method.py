@@ -10,7 +10,11 @@ checkpointed, so an interrupted cell resumes mid-training.
 The grid (`--dsr-grid`, `GRIDS`): `alpha-lr` (the default) α × learning rate, the two
 settings the window probe found to decide whether Thomas reconstructs; `alpha-noise` α ×
 teacher-signal noise σ ∈ {0, 0.05} (0.05: the noisy variant's observation-noise level) at
-lr = 5 · 10⁻³, the learning rate the `alpha-lr` rerun selected in 14 of its 18 cells.
+lr = 5 · 10⁻³, the learning rate the `alpha-lr` rerun selected in 14 of its 18 cells;
+`alpha-model` α × model class {shPLRNN, clipped shPLRNN} at that learning rate: one program
+per class (12 members each: the cost of one 24-member program), the same seeds in each, and
+the comparison's rule selects over the 8 settings of both (run it with `--methods shPLRNN`:
+the method names the family, each member's class is in its record).
 `--dsr-denoise`: the training and the validation split are each smoothed by `dsr.denoise`
 before the sweep (Savitzky–Golay per noisy channel, the window by the discrepancy principle;
 noise-free channels, so the clean variant, are left exactly as they are); the test is not
@@ -42,8 +46,12 @@ BASE = dict(alpha=0.1, learning_rate=2e-3)
 GRID = dict(alpha=(0.05, 0.1, 0.2, 0.3), learning_rate=(2e-3, 5e-3))
 SMALL_GRID = dict(alpha=(0.1, 0.2))
 #: `--dsr-grid` name → (grid, the fit options it does not sweep).
+#: `alpha-model`: the model class as an axis (one program per class, `dsr_members`).
+CLASSES = ("shPLRNN", "clipped_shPLRNN")
 GRIDS = {"alpha-lr": (GRID, BASE),
          "alpha-noise": (dict(alpha=GRID["alpha"], noise=(0.0, 0.05)),
+                         dict(alpha=0.1, learning_rate=5e-3)),
+         "alpha-model": (dict(model=CLASSES, alpha=GRID["alpha"]),
                          dict(alpha=0.1, learning_rate=5e-3))}
 ALRNN_SIZES = dict(latent=20, relu_units=6)
 
@@ -68,9 +76,12 @@ MODELS = {"shPLRNN": _shplrnn(dsr.ShPLRNN), "clipped_shPLRNN": _shplrnn(dsr.Clip
 
 def grid_of(settings: dict) -> tuple[dict, dict]:
     """The sweep's grid and the fit options it leaves fixed (`settings["dsr_grid"]`)."""
-    if settings.get("grid") == "small":
+    name = settings.get("dsr_grid", "alpha-lr")
+    if settings.get("grid") == "small":  # --quick: 2 settings (alpha-model: one α per class)
+        if name == "alpha-model":
+            return dict(model=CLASSES, alpha=SMALL_GRID["alpha"][:1]), GRIDS[name][1]
         return SMALL_GRID, BASE
-    return GRIDS[settings.get("dsr_grid", "alpha-lr")]
+    return GRIDS[name]
 
 
 def as_member(m, train_s: float, info: dict) -> Member:
@@ -96,16 +107,14 @@ def denoised(data) -> tuple[dict, dict]:
     return out, rec
 
 
-def dsr_members(data, settings: dict, method: str, checkpoint: str,
-                seed: int) -> tuple[list[Member], dict]:
-    """The selected setting's members and the cell's sweep record."""
+def _train(data, settings: dict, model: str, axes: dict, base: dict, checkpoint: str,
+           seed: int):
+    """One sweep program of `model` over `axes`, trained by `dsr.fit` (resumed from
+    `checkpoint` if it exists): `(FitResult, wall s of all sessions, wall s of earlier
+    sessions, resumed)`."""
     N = data["train"].shape[1]
-    runs = settings["runs"]
-    data, smoothing = denoised(data) if settings.get("dsr_denoise") else (data, None)
-    axes, base = grid_of(settings)
-    grid = dsr.Grid(**axes)
-    sw = dsr.sweep(lambda key, **size: MODELS[method](N, key, **size), grid, runs=runs,
-                   key=jax.random.key(seed))
+    sw = dsr.sweep(lambda key, **size: MODELS[model](N, key, **size), dsr.Grid(**axes),
+                   runs=settings["runs"], key=jax.random.key(seed))
     t0 = time.perf_counter()
     resume = checkpoint if os.path.exists(checkpoint) else None
     wall_file = checkpoint + ".wall_s"  # training time of earlier, interrupted sessions
@@ -120,33 +129,93 @@ def dsr_members(data, settings: dict, method: str, checkpoint: str,
         f.write(repr(wall))
     if res.interrupted:  # Ctrl-C / SIGTERM: the checkpoint is saved; stop, do not score it
         raise KeyboardInterrupt(f"dsr.fit interrupted; rerun to resume from {checkpoint}")
-    table = res.sweep
-    sel = int(table.selected)
-    chosen = dict(table.settings[sel])
-    rows = [dict(r) for r in table.rows]
-    mine = [rows[i] for i in table.selected_members]  # the members of res.model, in order
-    n_all = len(rows)
-    stopped = _per_member(res.stopped, n_all)  # a sweep's cover every member
-    members = []
-    for i, m in enumerate(res.model):
-        r = mine[i]
-        frozen = stopped[int(r["member"])]
-        members.append(as_member(m, wall / runs, dict(
-            SETTINGS, **dict(base, **chosen), steps=settings["steps"], setting=sel,
-            seed=int(r["seed"]),
-            member=int(r["member"]), model=type(m).__name__, val_score=r.get("score"),
-            val_D_stsp=r.get("D_stsp"), val_D_H=r.get("D_H"), val_status=r.get("status"),
-            best_step=r.get("step"), resumed=resume is not None, frozen=bool(frozen),
-            sweep_wall_s=wall)))
-    record = dict(sweep=dict(keys=list(table.keys), settings=[dict(g) for g in table.settings],
-                             runs=runs, rule=str(table.rule), selected=sel,
-                             setting_scores=[float(v) for v in np.asarray(table.setting_scores)],
-                             rows=rows),
-                  fit=dict(SETTINGS, steps=settings["steps"], members_trained=n_all,
-                           wall_s=wall, earlier_s=before, resumed=resume is not None,
-                           validation_s=(res.validation or {}).get("seconds"),
-                           denoise=smoothing,
-                           validation=dict(split="the last fifth of the training series "
-                                                 "(the one SINDy and the ESN are tuned on)",
-                                           n=len(data["val"]), keep="best")))
+    return res, wall, before, resume is not None
+
+
+def class_checkpoint(checkpoint: str, model: str, pooled: bool) -> str:
+    """The checkpoint of one class's program (`X.ckpt` → `X.MODEL.ckpt` when the grid has a
+    `model` axis; `checkpoint` itself otherwise)."""
+    return checkpoint[:-len(".ckpt")] + f".{model}.ckpt" if pooled else checkpoint
+
+
+def _pooled_table(parts: list) -> tuple[list, list, list, int]:
+    """`(settings, setting scores, rows, selected)` of the class programs' sweeps as one grid
+    (`model` first, then each program's settings; member and setting indices offset): the
+    comparison's rule over all of them, the lowest median validation score (ties: the
+    first; NaN as inf), as `dsr.fit` selects within one program."""
+    settings, scores, rows = [], [], []
+    n_set = n_mem = 0
+    for model, res in parts:
+        t = res.sweep
+        settings += [dict(model=model, **g) for g in t.settings]
+        scores += [float(v) for v in np.asarray(t.setting_scores)]
+        rows += [dict(model=model, **dict(r, member=int(r["member"]) + n_mem,
+                                          setting=int(r["setting"]) + n_set)) for r in t.rows]
+        n_set, n_mem = n_set + len(t.settings), n_mem + len(t.rows)
+    sel = int(np.argmin(np.where(np.isnan(scores), np.inf, scores)))
+    return settings, scores, rows, sel
+
+
+def dsr_members(data, settings: dict, method: str, checkpoint: str,
+                seed: int) -> tuple[list[Member], dict]:
+    """The selected setting's members and the cell's sweep record. A grid with a `model`
+    axis (`alpha-model`) trains one program per class (`class_checkpoint`), the same seeds
+    in each, and selects over both programs' settings by the same rule."""
+    runs = settings["runs"]
+    data, smoothing = denoised(data) if settings.get("dsr_denoise") else (data, None)
+    axes, base = grid_of(settings)
+    axes = dict(axes)
+    classes = axes.pop("model", (method,))
+    pooled = "model" in grid_of(settings)[0]
+    parts, walls = [], []
+    for model in classes:
+        res, wall, before, resumed = _train(data, settings, model, axes, base,
+                                            class_checkpoint(checkpoint, model, pooled), seed)
+        parts.append((model, res))
+        walls.append(dict(model=model, wall_s=wall, earlier_s=before, resumed=resumed,
+                          members=len(res.sweep.rows),
+                          validation_s=(res.validation or {}).get("seconds")))
+    if pooled:
+        all_settings, scores, rows, sel = _pooled_table(parts)
+        keys = ["model", *parts[0][1].sweep.keys]
+    else:
+        t = parts[0][1].sweep
+        all_settings, scores, rows, sel = ([dict(g) for g in t.settings],
+                                           [float(v) for v in np.asarray(t.setting_scores)],
+                                           [dict(r) for r in t.rows], int(t.selected))
+        keys = list(t.keys)
+    wall = sum(w["wall_s"] for w in walls)
+    resumed = any(w["resumed"] for w in walls)
+    stopped = [x for _, res in parts for x in _per_member(res.stopped, len(res.sweep.rows))]
+    chosen = {k: v for k, v in all_settings[sel].items() if k != "model"}
+    members, offset = [], 0
+    for model, res in parts:  # the selected setting's members, from their class's program
+        t = res.sweep
+        for i in range(len(t.rows)):
+            r = rows[offset + i]
+            if r["setting"] != sel:
+                continue
+            m = t.member(i)
+            members.append(as_member(m, wall / runs, dict(
+                SETTINGS, **dict(base, **chosen), steps=settings["steps"], setting=sel,
+                seed=int(r["seed"]), member=int(r["member"]), model=type(m).__name__,
+                val_score=r.get("score"), val_D_stsp=r.get("D_stsp"), val_D_H=r.get("D_H"),
+                val_status=r.get("status"), best_step=r.get("step"), resumed=resumed,
+                frozen=bool(stopped[int(r["member"])]), sweep_wall_s=wall)))
+        offset += len(t.rows)
+    rule = str(parts[0][1].sweep.rule)
+    if pooled:
+        rule += ("; the settings of one program per model class (the same seeds), pooled "
+                 "and selected by this rule together")
+    fit = dict(SETTINGS, steps=settings["steps"], members_trained=len(rows), wall_s=wall,
+               earlier_s=sum(w["earlier_s"] for w in walls), resumed=resumed,
+               validation_s=walls[0]["validation_s"] if len(walls) == 1 else
+               sum(w["validation_s"] or 0.0 for w in walls), denoise=smoothing,
+               validation=dict(split="the last fifth of the training series (the one SINDy "
+                                     "and the ESN are tuned on)", n=len(data["val"]),
+                               keep="best"))
+    if pooled:
+        fit["programs"] = walls
+    record = dict(sweep=dict(keys=keys, settings=all_settings, runs=runs, rule=rule,
+                             selected=sel, setting_scores=scores, rows=rows), fit=fit)
     return members, record

@@ -59,6 +59,9 @@ def _sweep_result(run: str, s: dict, name: str, variant: str, data: dict, ckpt_d
         if os.path.exists(src + ext):
             shutil.copyfile(src + ext, ck + ext)
     axes, base = grid_of(s)
+    if "model" in axes:
+        raise SystemExit(f"error: --run {run}: its grid sweeps the model class (two programs "
+                         "per cell); this probe reads runs of one class")
     N = data["train"].shape[1]
     sw = dsr.sweep(lambda key, **size: MODELS[model](N, key, **size), dsr.Grid(**axes),
                    runs=s["runs"], key=jax.random.key(s["seed"]))

@@ -115,6 +115,8 @@ def members_table(cells: list[dict], s: dict) -> list[str]:
         for m in c["members"]:
             i = m.get("info", {})
             g = {k: read_number(i[k]) for k in ("alpha", "learning_rate", "noise") if k in i}
+            if "model" in c.get("sweep", {}).get("keys", ()):  # the class is swept too
+                g = dict(model=i.get("model", "?"), **g)
             md.append(f"| {c['system']} | {c['variant']} | {c['method']} | "
                       f"{i.get('member', '?')} ({i.get('seed', '?')}) | {setting_label(g)} | "
                       f"{f(m.get('D_stsp'))} | {f(m.get('D_H'))} | {m.get('status')} | "
