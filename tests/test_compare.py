@@ -382,6 +382,15 @@ def test_dsr_grid_alpha_model_trains_one_program_per_class_and_selects_over_both
     assert "model = " in (out / "table.md").read_text()
     settings = json.loads((out / "settings.json").read_text())
     assert settings["dsr_grid"] == "alpha-model"
+    from benchmarks.compare import _probe_rules  # reads both programs as one table
+
+    rec = tmp_path / "rules.json"
+    assert _probe_rules.main(["--run", str(out), "--cells", "Lorenz/clean", "--run-len",
+                              "1000", "--out", str(rec)]) == 0
+    r = json.loads(rec.read_text())[f"{out}:Lorenz/clean"]
+    assert [m["setting"] for m in r["members"]] == [0, 0, 1, 1]
+    assert r["rules"]["fit"]["selected"] == r["selected_by_fit"] == sw["selected"]
+    assert [m["fit"] for m in r["members"]] == pytest.approx([x["score"] for x in sw["rows"]])
     with pytest.raises(SystemExit):  # the class is the axis: dsr's method must be the family
         cli.main(["--quick", "--methods", "clipped_shPLRNN", "--dsr-grid", "alpha-model",
                   "--out", str(tmp_path / "x")])

@@ -138,15 +138,15 @@ def class_checkpoint(checkpoint: str, model: str, pooled: bool) -> str:
     return checkpoint[:-len(".ckpt")] + f".{model}.ckpt" if pooled else checkpoint
 
 
-def _pooled_table(parts: list) -> tuple[list, list, list, int]:
-    """`(settings, setting scores, rows, selected)` of the class programs' sweeps as one grid
+def pooled_table(parts: list) -> tuple[list, list, list, int]:
+    """`(settings, setting scores, rows, selected)` of the class programs' sweeps
+    (`[(model, SweepResult), ...]`) as one grid
     (`model` first, then each program's settings; member and setting indices offset): the
     comparison's rule over all of them, the lowest median validation score (ties: the
     first; NaN as inf), as `dsr.fit` selects within one program."""
     settings, scores, rows = [], [], []
     n_set = n_mem = 0
-    for model, res in parts:
-        t = res.sweep
+    for model, t in parts:
         settings += [dict(model=model, **g) for g in t.settings]
         scores += [float(v) for v in np.asarray(t.setting_scores)]
         rows += [dict(model=model, **dict(r, member=int(r["member"]) + n_mem,
@@ -176,7 +176,7 @@ def dsr_members(data, settings: dict, method: str, checkpoint: str,
                           members=len(res.sweep.rows),
                           validation_s=(res.validation or {}).get("seconds")))
     if pooled:
-        all_settings, scores, rows, sel = _pooled_table(parts)
+        all_settings, scores, rows, sel = pooled_table([(m, r.sweep) for m, r in parts])
         keys = ["model", *parts[0][1].sweep.keys]
     else:
         t = parts[0][1].sweep

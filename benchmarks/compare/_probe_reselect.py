@@ -42,26 +42,39 @@ def dsr_model(s: dict) -> str:
     return names[0]
 
 
-def _sweep_result(run: str, s: dict, name: str, variant: str, data: dict, ckpt_dir: str):
-    """The cell's `SweepResult`, resumed from a copy of its finished checkpoint."""
+class PooledSweep:
+    """The class programs' `SweepResult`s of a grid with a `model` axis as one table (the
+    rows, settings, selection and `member(i)` a one-class `SweepResult` has)."""
+
+    def __init__(self, parts: list):
+        from ._dsr_method import pooled_table
+
+        self.settings, self.setting_scores, self.rows, self.selected = pooled_table(parts)
+        self._parts = [t for _, t in parts]
+
+    def member(self, i: int):
+        for t in self._parts:
+            if i < len(t.rows):
+                return t.member(i)
+            i -= len(t.rows)
+        raise IndexError(i)
+
+
+def _resumed(src: str, model: str, axes: dict, base: dict, s: dict, data: dict,
+             ckpt_dir: str):
+    """One class program's `SweepResult`, resumed from a copy of its finished checkpoint."""
     import jax
 
     import dsr
 
-    from ._dsr_method import MODELS, SETTINGS, grid_of
+    from ._dsr_method import MODELS, SETTINGS
 
-    model = dsr_model(s)
-    src = os.path.join(run, "ckpt", f"{name}__{variant}__{model}.ckpt")
     if not os.path.exists(src):
-        raise SystemExit(f"error: --cells {name}/{variant}: no checkpoint {src}")
+        raise SystemExit(f"error: --cells: no checkpoint {src}")
     ck = os.path.join(ckpt_dir, os.path.basename(src))
     for ext in ("", ".history"):
         if os.path.exists(src + ext):
             shutil.copyfile(src + ext, ck + ext)
-    axes, base = grid_of(s)
-    if "model" in axes:
-        raise SystemExit(f"error: --run {run}: its grid sweeps the model class (two programs "
-                         "per cell); this probe reads runs of one class")
     N = data["train"].shape[1]
     sw = dsr.sweep(lambda key, **size: MODELS[model](N, key, **size), dsr.Grid(**axes),
                    runs=s["runs"], key=jax.random.key(s["seed"]))
@@ -70,6 +83,22 @@ def _sweep_result(run: str, s: dict, name: str, variant: str, data: dict, ckpt_d
                   validation=data["val"], keep="best", key=jax.random.key(s["seed"] + 1),
                   progress=False, checkpoint=ck, resume=ck)
     return res.sweep
+
+
+def _sweep_result(run: str, s: dict, name: str, variant: str, data: dict, ckpt_dir: str):
+    """The cell's `SweepResult` (a `PooledSweep` when the grid sweeps the model class),
+    resumed from copies of its finished checkpoints."""
+    from ._dsr_method import class_checkpoint, grid_of
+
+    method = dsr_model(s)
+    src = os.path.join(run, "ckpt", f"{name}__{variant}__{method}.ckpt")
+    axes, base = grid_of(s)
+    axes = dict(axes)
+    classes = axes.pop("model", None)
+    if classes is None:
+        return _resumed(src, method, axes, base, s, data, ckpt_dir)
+    return PooledSweep([(m, _resumed(class_checkpoint(src, m, True), m, axes, base, s, data,
+                                     ckpt_dir)) for m in classes])
 
 
 def _free_run(m, context, n: int):
