@@ -351,6 +351,27 @@ def test_classes_probe_pools_both_runs_and_selects_by_validation_only(tmp_path, 
     assert cell[f"{a}|all"]["median_D_stsp"] == pytest.approx(9.0)  # full grid: setting 0
     assert r["summary"]["pooled"] == dict(cells=1, best_D_stsp=0, best_D_H=0, within_2x=1,
                                           median_not_ok=0)
+    # the pooled grid trained for real: its plain alpha-0.2 setting twice as bad as predicted
+    run = tmp_path / "pooled"
+    (run / "cells").mkdir(parents=True)
+    grid = [dict(model=m, alpha=x) for m in ("shPLRNN", "clipped") for x in (0.1, 0.2)]
+    (run / "cells" / "Lorenz__clean__shPLRNN.json").write_text(
+        json.dumps(dict(sweep=dict(settings=grid))))
+    tests = [(0.2, 0.4), (2.0, 2.0), (0.1, 0.1), (0.6, 1.4)]
+    cp = dict(run=str(run), cell="Lorenz/clean", model="shPLRNN", members=[
+        dict(setting=g, fit=f, test_D_stsp=t, test_D_H=t / 10, test_status="ok")
+        for g, (fs, ts) in enumerate(zip([(0.5, 0.7), (0.9, 0.9), (0.9, 0.9), (0.3, 0.4)],
+                                         tests)) for f, t in zip(fs, ts)])
+    rec.write_text(json.dumps({f"{a}:Lorenz/clean": ca, f"{b}:Lorenz/clean": cb,
+                               f"{run}:Lorenz/clean": cp}))
+    assert _probe_classes.main(["--runs", a, b, "--record", str(rec), "--against", str(run),
+                                "--out", str(out)]) == 0
+    ag = json.loads(out.read_text())["against"]
+    assert ag["cells"]["Lorenz/clean"]["run"]["setting"] == dict(model="clipped", alpha=0.2)
+    folds = {(p["model"], p["alpha"]): p["fold"] for p in ag["pairs"]}
+    assert folds == {("shPLRNN", 0.1): pytest.approx(1.0), ("shPLRNN", 0.2): pytest.approx(2.0),
+                     ("clipped", 0.1): pytest.approx(1.0), ("clipped", 0.2): pytest.approx(1.0)}
+    assert ag["summary"]["settings"] == 4 and ag["summary"]["settings_within_2x"] == 4
     with pytest.raises(SystemExit):
         _probe_classes.main(["--runs", a, b, "--record", str(rec), "--where", "lr",
                              "--out", str(out)])

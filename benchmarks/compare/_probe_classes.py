@@ -15,6 +15,11 @@ cells where dsr's median is the best D_stsp, the best D_H, within 2 × of the be
 where its median member is not "ok". The same counts for each run alone, restricted the same
 way and with its full grid, are printed beside them.
 
+`--against DIR`: a run of that grid itself (`--dsr-grid alpha-model`, every member in the
+record too) against the prediction, cell by cell, and setting by setting: the same setting,
+seeds and training keys trained in a 12-member program instead of a 24-member one (float32
+rounding differs), their median test D_stsp side by side.
+
 What this is not: one sweep program with the model class as an axis (the members here were
 trained in two programs, each with its own keys). What it measures is whether such a grid,
 selected by the comparison's rule, would meet the bar with members trained this way.
@@ -150,6 +155,58 @@ def table(result: dict, runs: list[str]) -> str:
     return "\n".join(lines)
 
 
+def _key(cand: dict) -> tuple:
+    return cand["setting"].get("model", cand["model"]), float(cand["setting"]["alpha"])
+
+
+def _fold(a: float, b: float) -> float:
+    """max(a/b, b/a); 1 for two infinities, inf for one."""
+    import math
+
+    if math.isinf(a) or math.isinf(b):
+        return 1.0 if a == b else math.inf
+    return max(a / b, b / a)
+
+
+def against(record: dict, runs: list[str], run: str, where: dict, result: dict) -> dict:
+    """The pooled grid trained for real (`run`, `--dsr-grid alpha-model`) against its
+    prediction: per cell the selected setting and ratio of both; per (cell, setting) the
+    median test D_stsp of the same setting, seeds and keys trained in the two programs
+    (`fold`: the larger over the smaller), and the same per member."""
+    import numpy as np
+
+    cells, pairs, members = {}, [], []
+    for cell, pred in result.items():
+        real = record.get(f"{run}:{cell}")
+        if real is None:
+            continue
+        best = _medians_of_others(runs[0], cell)
+        got = judge(select(pooled([real], {})), best)
+        cells[cell] = dict(predicted=dict(model=pred["pooled"]["model"],
+                                          setting=pred["pooled"]["setting"],
+                                          ratio_D_stsp=pred["pooled"]["ratio_D_stsp"]),
+                           run=dict(setting=got["setting"], ratio_D_stsp=got["ratio_D_stsp"],
+                                    ratio_D_H=got["ratio_D_H"], test_status=got["test_status"]))
+        mine = {_key(c): c for c in pooled([real], {})}
+        for r in runs:
+            for c in pooled([record[f"{r}:{cell}"]], where):
+                twin = mine.get(_key(c))
+                if twin is None:
+                    continue
+                a = [float(m["test_D_stsp"]) for m in c["members"]]
+                b = [float(m["test_D_stsp"]) for m in twin["members"]]
+                pairs.append(dict(cell=cell, model=_key(c)[0], alpha=_key(c)[1],
+                                  before=a, after=b,
+                                  fold=_fold(float(np.median(a)), float(np.median(b)))))
+                members += [_fold(x, y) for x, y in zip(a, b)]
+    folds = [p["fold"] for p in pairs]
+    return dict(cells=cells, pairs=pairs, summary=dict(
+        settings=len(folds), median_fold=float(np.median(folds)) if folds else None,
+        settings_within_2x=sum(f <= 2 for f in folds), members=len(members),
+        member_median_fold=float(np.median(members)) if members else None,
+        members_within_2x=sum(f <= 2 for f in members)))
+
+
 def _parse_where(items: list[str], p: argparse.ArgumentParser) -> dict:
     where = {}
     for it in items:
@@ -171,6 +228,9 @@ def main(argv=None) -> int:
                    help="the `_probe_rules` record with every member of those runs")
     p.add_argument("--where", nargs="*", default=["learning_rate=0.005"], metavar="KEY=VALUE",
                    help="the settings of each run that enter the pooled grid")
+    p.add_argument("--against", metavar="DIR",
+                   help="a run of the pooled grid itself (--dsr-grid alpha-model), its cells "
+                        "in the record: set against the prediction, setting by setting")
     p.add_argument("--out", required=True, metavar="FILE", help="the JSON result")
     a = p.parse_args(argv)
     if len(a.runs) < 2:
@@ -185,11 +245,21 @@ def main(argv=None) -> int:
         p.error(f"--runs: no cell of {a.runs[0]} is in the record for every run")
     summary = {k: counts(result, k) for k in
                ["pooled"] + [f"{r}|{w}" for r in a.runs for w in ("where", "all")]}
-    write_json(a.out, dict(runs=a.runs, where=where, rule="median over seeds of dsr.fit's "
-                           "validation score, lowest wins", summary=summary, cells=result))
+    out = dict(runs=a.runs, where=where, rule="median over seeds of dsr.fit's validation "
+               "score, lowest wins", summary=summary, cells=result)
+    if a.against:
+        out["against"] = dict(run=a.against, **against(record, a.runs, a.against, where,
+                                                        result))
+    write_json(a.out, out)
     print(table(result, a.runs))
     for k, v in summary.items():
         print(f"{k}: {v}")
+    if a.against:
+        for cell, c in out["against"]["cells"].items():
+            print(f"{cell}: predicted {c['predicted']['model']} {c['predicted']['setting']} "
+                  f"{c['predicted']['ratio_D_stsp']:.2g}x; run {c['run']['setting']} "
+                  f"{c['run']['ratio_D_stsp']:.2g}x")
+        print(f"same setting, two programs: {out['against']['summary']}")
     return 0
 
 
