@@ -416,3 +416,19 @@ def test_dsr_grid_alpha_model_trains_one_program_per_class_and_selects_over_both
         cli.main(["--quick", "--methods", "clipped_shPLRNN", "--dsr-grid", "alpha-model",
                   "--out", str(tmp_path / "x")])
     assert "--methods must name shPLRNN" in capsys.readouterr().err
+
+
+def test_rounding_probe_finds_float64_copies_equal(tmp_path):
+    """The same member trained alone and among other settings: in float64 the copies agree
+    to rounding (what the probe's float32 rows are set against)."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "r.json"
+    subprocess.run([sys.executable, "-m", "benchmarks.compare._probe_rounding", "--steps", "3",
+                    "--float64", "--out", str(out)], check=True, cwd=ROOT, timeout=600)
+    rows = json.loads(out.read_text())["rows"]
+    assert [(r["steps"], r["seed"], r["dtype"]) for r in rows] == [(3, 0, "float64"),
+                                                                    (3, 1, "float64")]
+    assert all(r["max_param_diff"] < 1e-12 for r in rows)
+    assert all(math.isfinite(r["D_stsp_alone"]) for r in rows)
