@@ -165,8 +165,8 @@ def dsr_members(data, settings: dict, method: str, checkpoint: str,
     data, smoothing = denoised(data) if settings.get("dsr_denoise") else (data, None)
     axes, base = grid_of(settings)
     axes = dict(axes)
+    pooled = "model" in axes
     classes = axes.pop("model", (method,))
-    pooled = "model" in grid_of(settings)[0]
     parts, walls = [], []
     for model in classes:
         res, wall, before, resumed = _train(data, settings, model, axes, base,

@@ -67,22 +67,20 @@ def pooled(cells: list[dict], where: dict) -> list[dict]:
     out = []
     for c in cells:
         model = c.get("model", "shPLRNN")
-        n_set = max(r["setting"] for r in c["members"]) + 1
-        for g in range(n_set):
+        for g, s in enumerate(_settings_of(c)):
             mem = [r for r in c["members"] if r["setting"] == g]
-            s = _setting_of(c, g)
             if _matches(s, where):
                 out.append(dict(model=model, setting=s, members=mem))
     return out
 
 
-def _setting_of(cell: dict, g: int) -> dict:
-    """Setting `g` of a record's cell (from the run's `cells/SYSTEM__VARIANT__MODEL.json`,
-    which lists every setting of the sweep)."""
-    path = os.path.join(cell["run"], "cells",
-                        "__".join(cell["cell"].split("/")) + f"__{cell.get('model', 'shPLRNN')}.json")
+def _settings_of(cell: dict) -> list[dict]:
+    """Every setting of a record's cell's sweep (from the run's
+    `cells/SYSTEM__VARIANT__MODEL.json`)."""
+    name = "__".join(cell["cell"].split("/")) + f"__{cell.get('model', 'shPLRNN')}.json"
+    path = os.path.join(cell["run"], "cells", name)
     with open(path) as fh:
-        return json.load(fh)["sweep"]["settings"][g]
+        return json.load(fh)["sweep"]["settings"]
 
 
 def select(candidates: list[dict]) -> dict:

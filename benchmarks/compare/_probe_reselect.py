@@ -4,8 +4,9 @@
 For each named dsr cell of a comparison run (its settings from `DIR/settings.json`, its
 trained sweep from the checkpoint `DIR/ckpt/SYSTEM__VARIANT__MODEL.ckpt`, MODEL the run's
 dsr model, resumed, so nothing is trained again), every member of the sweep (each at the
-parameters `keep="best"` kept) runs freely for `--run-len` steps (default 8,000, four times the validation split) from
-the first tenth of the validation split (at most 200 steps, as `dsr.fit`'s validation), and is scored against the rest of the validation split by
+parameters `keep="best"` kept) runs freely for `--run-len` steps (default 8,000, four times
+the validation split) from the first tenth of the validation split (at most 200 steps, as
+`dsr.fit`'s validation), and is scored against the rest of the validation split by
 the test's measure, the Gaussian-mixture D_stsp (20,000 Monte-Carlo samples; an "off" or
 "collapsed" run ranks after every "ok" one, a diverged one is inf), instead of `dsr.fit`'s
 binning D_stsp of a validation-length run. The setting with the best median over its seeds is
@@ -62,12 +63,9 @@ class PooledSweep:
 
 def _resumed(src: str, model: str, axes: dict, base: dict, s: dict, data: dict,
              ckpt_dir: str):
-    """One class program's `SweepResult`, resumed from a copy of its finished checkpoint."""
-    import jax
-
-    import dsr
-
-    from ._dsr_method import MODELS, SETTINGS
+    """One class program's `SweepResult`, resumed from a copy of its finished checkpoint
+    (`_dsr_method._train`, the comparison's own call: nothing is trained again)."""
+    from ._dsr_method import _train
 
     if not os.path.exists(src):
         raise SystemExit(f"error: --cells: no checkpoint {src}")
@@ -75,14 +73,7 @@ def _resumed(src: str, model: str, axes: dict, base: dict, s: dict, data: dict,
     for ext in ("", ".history"):
         if os.path.exists(src + ext):
             shutil.copyfile(src + ext, ck + ext)
-    N = data["train"].shape[1]
-    sw = dsr.sweep(lambda key, **size: MODELS[model](N, key, **size), dsr.Grid(**axes),
-                   runs=s["runs"], key=jax.random.key(s["seed"]))
-    res = dsr.fit(sw, data["train"], **base, steps=s["steps"], seq_len=SETTINGS["seq_len"],
-                  batch_size=SETTINGS["batch_size"], solver=SETTINGS["solver"],
-                  validation=data["val"], keep="best", key=jax.random.key(s["seed"] + 1),
-                  progress=False, checkpoint=ck, resume=ck)
-    return res.sweep
+    return _train(data, s, model, axes, base, ck, s["seed"])[0].sweep
 
 
 def _sweep_result(run: str, s: dict, name: str, variant: str, data: dict, ckpt_dir: str):
