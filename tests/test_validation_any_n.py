@@ -1,7 +1,8 @@
 """Free-run validation for any number of channels (issue 30): the binning D_stsp on the
 validation data for N ≤ 3 (unchanged) and on their 3 leading principal components for N > 3,
-the status ranking of the score `keep="best"` minimizes, and the free-run check of `fit`
-from the validation context for the validation data's length."""
+the status ranking of the score `keep="best"` minimizes (the status judged over
+`status_steps`, default 4 × the validation length), and the free-run check of `fit` from the
+validation context for at least that long."""
 
 import time
 import warnings
@@ -13,8 +14,8 @@ import pytest
 
 import dsr
 from dsr._orbit_status import data_range
-from dsr._training._validation import (STATUS_PENALTY, make_validation, member_scores,
-                                       n_bins, rank_score, validation_history)
+from dsr._training._validation import (STATUS_FACTOR, STATUS_PENALTY, make_validation,
+                                       member_scores, n_bins, rank_score, validation_history)
 from dsr.metrics._dstsp_bins import binned_divergence
 
 
@@ -54,8 +55,9 @@ def _pair(n_channels: int, n: int = 3000):
     return (a - mu) / sd, (b - mu) / sd
 
 
-def _validation(x: np.ndarray):
-    return make_validation(x, "best", None, [x], x.shape[1], np.float64, 32, 100)[1]
+def _validation(x: np.ndarray, status_steps=None):
+    return make_validation(x, "best", None, [x], x.shape[1], np.float64, 32, 100,
+                           status_steps)[1]
 
 
 @pytest.mark.parametrize("n_channels", [3, 16, 64])
@@ -77,8 +79,9 @@ def test_score_ranks_matching_run_before_scaled_and_collapsed(n_channels):
 @pytest.mark.parametrize("n_channels", [1, 2, 3])
 def test_low_dimensional_score_and_settings_are_unchanged(n_channels):
     x_val, other = (a[:, :n_channels] for a in _pair(3))
-    val = _validation(x_val)
+    val = _validation(x_val, status_steps=len(x_val))  # as before `status_steps` existed
     assert set(val.settings) == {"steps", "sha256", "keep", "every", "context", "n_bins"}
+    assert _validation(x_val).settings["status_steps"] == STATUS_FACTOR * len(x_val)
     assert val.settings["n_bins"] == n_bins(*x_val.shape) and val.basis is None
     gen = np.stack([other, 0.5 * other])
     sc = member_scores(val, gen)
@@ -139,6 +142,82 @@ def test_fit_records_status_and_score_in_pca_space():
             assert v["best_score"][i] == np.min(v["score"][i][finite])
 
 
+@pytest.mark.parametrize("n_channels", [3, 16])
+def test_status_is_judged_over_status_steps_and_measures_over_the_validation_length(n_channels):
+    """A run that matches the data for the validation length and then leaves their range is
+    "off" (it was "ok" when only the validation length was run); its D_stsp and D_H are those
+    of its first validation length."""
+    x_val, other = _pair(n_channels, 1500)
+    val = _validation(x_val, status_steps=3 * len(x_val))
+    later = np.concatenate([other, 10 * other, 10 * other])
+    sc = member_scores(val, np.stack([later, np.concatenate([other] * 3)]))
+    assert sc["status"] == ["off", "ok"] and sc["score"][0] > STATUS_PENALTY > sc["score"][1]
+    assert sc["D_stsp"][0] == sc["D_stsp"][1] and sc["D_H"][0] == sc["D_H"][1]
+    short = member_scores(_validation(x_val, status_steps=len(x_val)), other[None])
+    assert short["status"] == ["ok"] and short["D_stsp"][0] == sc["D_stsp"][0]
+
+
+def test_status_steps_is_checked():
+    x = mixed(lorenz(600), 3, 0.3, 0)
+    with pytest.raises(ValueError, match=r"`status_steps` \(100\) is below the validation "
+                                         r"length \(600\)"):
+        _validation(x, status_steps=100)
+    with pytest.raises(TypeError, match="`status_steps` must be an int"):
+        _validation(x, status_steps=2.5)
+    with pytest.raises(ValueError, match="`status_steps`.*needs `validation=`"):
+        make_validation(None, "last", None, [x], 3, np.float64, 32, 100, 2000)
+
+
+def test_checkpoint_without_status_steps_resumes_with_the_validation_length(tmp_path):
+    """A checkpoint written before `status_steps` existed (its status judged over the
+    validation length, nothing recorded) resumes under the default bit-exactly as the same
+    run with `status_steps` = that length; a recorded `status_steps` that differs from the
+    call's is a settings difference."""
+    x = mixed(lorenz(2000), 3, 0.3, 0).astype(np.float32)
+    model = dsr.ShPLRNN(3, 3, 16, key=jax.random.key(0))
+    kw = dict(alpha=0.2, seq_len=20, batch_size=4, solver="sequential", progress=False,
+              monitor_every=0, validation=0.2, eval_every=3, keep="best",
+              key=jax.random.key(1))
+    n_val = 400
+    ref = dsr.fit(model, x, steps=6, status_steps=n_val, **kw)
+    assert "status_steps" not in ref.settings["validation"]
+    ck = str(tmp_path / "old.ckpt")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "fit interrupted after ..."
+        part = dsr.fit(model, x, steps=6, status_steps=n_val, checkpoint=ck,
+                       callback=_stop_after(3), **kw)
+    assert part.interrupted
+    res = dsr.fit(model, x, steps=6, resume=ck, **kw)  # default status_steps
+    assert "status_steps" not in res.settings["validation"]
+    for a, b in zip(jax.tree_util.tree_leaves(eqx_arrays(ref.model)),
+                    jax.tree_util.tree_leaves(eqx_arrays(res.model))):
+        np.testing.assert_array_equal(a, b)
+    new = str(tmp_path / "new.ckpt")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        dflt = dsr.fit(model, x, steps=6, checkpoint=new, callback=_stop_after(3), **kw)
+    assert dflt.settings["validation"]["status_steps"] == STATUS_FACTOR * n_val
+    with pytest.raises(ValueError, match="status_steps"):
+        dsr.fit(model, x, steps=6, resume=new, status_steps=n_val, **kw)
+    back = dsr.fit(model, x, steps=6, resume=new, status_steps=n_val,
+                   resume_settings="checkpoint", **kw)
+    assert back.settings["validation"]["status_steps"] == STATUS_FACTOR * n_val
+
+
+def _stop_after(n):
+    def cb(step, model):
+        if step == n:
+            raise KeyboardInterrupt
+
+    return cb
+
+
+def eqx_arrays(model):
+    import equinox as eqx
+
+    return eqx.filter(model, eqx.is_array)
+
+
 def test_free_run_check_runs_from_validation_for_its_length():
     from test_recordings import _far_data, _rotation
 
@@ -151,7 +230,7 @@ def test_free_run_check_runs_from_validation_for_its_length():
         warnings.simplefilter("always")
         res = dsr.fit(model, x, validation=0.5, eval_every=2, **kw)
     msgs = [str(w.message) for w in caught if "free run of the model" in str(w.message)]
-    assert msgs and "16 steps of the validation data, run 1500 steps" in msgs[0]
+    assert msgs and "16 steps of the validation data, run 6000 steps" in msgs[0]
     assert res.free_run["status"] == "off" and res.validation["status"][0] == 1
 
 

@@ -1,6 +1,6 @@
 """`python -m benchmarks.compare [--quick] [--systems NAME ... | --extra] [--methods ...]
 [--members K] [--runs R] [--steps N] [--dsr-grid NAME] [--dsr-denoise | --denoise-all]
---out DIR`: dsr (a validation-scored
+[--dsr-status-factor F] --out DIR`: dsr (a validation-scored
 sweep of shPLRNN ensembles by GTF, per cell) against SINDy, an echo-state network and VAR(1)
 on dysts systems and Lorenz-96, clean and with 5 % observation noise; every member of every
 method in `DIR/compare.json`, a table (`DIR/table.md`, printed) and one figure per variant
@@ -61,6 +61,10 @@ def parse(argv):
                         "the data smoothed by dsr.denoise")
     p.add_argument("--steps", type=int, metavar="N",
                    help="dsr training updates (of every member of its sweep)")
+    p.add_argument("--dsr-status-factor", type=int, metavar="F",
+                   help="dsr's validation free runs judge their status over F x the "
+                        "validation length (dsr.fit's status_steps; default 1, as every "
+                        "recorded run; dsr.fit's own default is 4)")
     p.add_argument("--numpy-rhs", action="store_true",
                    help="for every dysts system use dysts' own NumPy right-hand side (scipy "
                         "solve_ivp for the data, RK4 through a host callback for the floor), "
@@ -80,10 +84,10 @@ def parse(argv):
                    help="with --docs: the page's section to fill, between <!-- NAME:begin --> "
                         "and <!-- NAME:end --> (default: compare)")
     a = p.parse_args(argv)
-    for opt in ("members", "runs", "steps"):
+    for opt in ("members", "runs", "steps", "dsr_status_factor"):
         v = getattr(a, opt)
         if v is not None and v < 1:
-            p.error(f"--{opt} must be ≥ 1; got {v}")
+            p.error(f"--{opt.replace('_', '-')} must be ≥ 1; got {v}")
     if a.section != "compare" and not a.docs:
         p.error("--section needs --docs PAGE")
     if not a.section.replace("_", "").replace("-", "").isalnum():
@@ -129,6 +133,8 @@ def main(argv=None) -> int:
             s[opt] = getattr(a, opt)
     if a.dsr_grid in ("alpha-noise", "alpha-model"):  # recorded only when set: earlier runs
         s["dsr_grid"] = a.dsr_grid
+    if a.dsr_status_factor is not None:  # recorded only when set: earlier runs stay valid
+        s["dsr_status_factor"] = a.dsr_status_factor
     if a.dsr_denoise or a.denoise_all:  # recorded only when set: earlier runs stay valid
         s["dsr_denoise"] = True
     if a.denoise_all:

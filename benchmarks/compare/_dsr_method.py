@@ -122,7 +122,8 @@ def _train(data, settings: dict, model: str, axes: dict, base: dict, checkpoint:
     res = dsr.fit(sw, data["train"], **base,
                   steps=settings["steps"], seq_len=SETTINGS["seq_len"],
                   batch_size=SETTINGS["batch_size"], solver=SETTINGS["solver"],
-                  validation=data["val"], keep="best", key=jax.random.key(seed + 1),
+                  validation=data["val"], keep="best", status_steps=status_steps(data, settings),
+                  key=jax.random.key(seed + 1),
                   progress=False, checkpoint=checkpoint, resume=resume)
     wall = before + time.perf_counter() - t0
     with open(wall_file, "w") as f:
@@ -130,6 +131,13 @@ def _train(data, settings: dict, model: str, axes: dict, base: dict, checkpoint:
     if res.interrupted:  # Ctrl-C / SIGTERM: the checkpoint is saved; stop, do not score it
         raise KeyboardInterrupt(f"dsr.fit interrupted; rerun to resume from {checkpoint}")
     return res, wall, before, resume is not None
+
+
+def status_steps(data, settings: dict) -> int:
+    """The validation free runs' status length: `--dsr-status-factor` (recorded as
+    `dsr_status_factor`) × the validation length; 1 × in runs without it (every run
+    before `dsr.fit`'s default became 4 ×: their results stay reproducible)."""
+    return int(settings.get("dsr_status_factor", 1)) * len(data["val"])
 
 
 def class_checkpoint(checkpoint: str, model: str, pooled: bool) -> str:
@@ -213,7 +221,7 @@ def dsr_members(data, settings: dict, method: str, checkpoint: str,
                sum(w["validation_s"] or 0.0 for w in walls), denoise=smoothing,
                validation=dict(split="the last fifth of the training series (the one SINDy "
                                      "and the ESN are tuned on)", n=len(data["val"]),
-                               keep="best"))
+                               keep="best", status_steps=status_steps(data, settings)))
     if pooled:
         fit["programs"] = walls
     record = dict(sweep=dict(keys=keys, settings=all_settings, runs=runs, rule=rule,

@@ -7,6 +7,9 @@ sweep (each at the parameters `keep="best"` kept) is scored by four validation r
 
 - `fit`: `dsr.fit`'s own score (binning D_stsp of a validation-length free run; what the
   comparison selects by);
+- `fit_4x`: `fit`'s score with the status of the `gmm` run (4 × the validation length, the
+  same context): "off"/"collapsed" rank after "ok", "diverged" is inf — what `dsr.fit`
+  scores since its `status_steps` default (4 ×), up to which step `keep="best"` kept;
 - `gmm`: the Gaussian-mixture D_stsp of an 8,000-step free run (`--run-len`) from the
   split's first tenth against the rest of it (`_probe_reselect`'s score; "off"/"collapsed"
   rank after "ok");
@@ -35,9 +38,10 @@ import sys
 import time
 
 from .._json import write_json
-from ._probe_reselect import CONTEXT, _free_run, dsr_model, finished_cell, ok_score
+from ._probe_reselect import (CONTEXT, PENALTY, _free_run, dsr_model, finished_cell,
+                              ok_score)
 
-RULES = ("fit", "gmm", "forecast", "gmm_all")
+RULES = ("fit", "fit_4x", "gmm", "forecast", "gmm_all")
 GMM_RUN = 8000
 
 
@@ -87,20 +91,43 @@ def score_cell(run: str, s: dict, name: str, variant: str, run_len: int = GMM_RU
     other, other_med = _best_other(run, name, variant)
     rules = {}
     for rule in RULES:
-        med = [float(np.median([r[rule] for r in members if r["setting"] == g]))
-               for g in range(len(table.settings))]
-        sel = int(np.argmin(med))
-        mine = [r for r in members if r["setting"] == sel]
-        d = float(np.median([r["test_D_stsp"] for r in mine]))
-        rules[rule] = dict(selected=sel, setting=dict(table.settings[sel]), medians=med,
-                           test_D_stsp=[r["test_D_stsp"] for r in mine],
-                           test_status=[r["test_status"] for r in mine], median_D_stsp=d,
-                           median_D_H=float(np.median([r["test_D_H"] for r in mine])),
-                           ratio=d / other_med)
+        r = select(members, rule, other_med)
+        rules[rule] = dict(r, setting=dict(table.settings[r["selected"]]))
     return dict(run=run, cell=f"{name}/{variant}", model=dsr_model(s),
                 selected_by_fit=int(table.selected),
                 best_other=other, best_other_D_stsp=other_med, members=members, rules=rules,
                 seconds=time.perf_counter() - t0)
+
+
+def member_score(r: dict, rule: str) -> float:
+    """Member record `r`'s score by `rule` (`fit_4x` derived from `fit` and `gmm_status`)."""
+    if rule != "fit_4x":
+        return float(r[rule])
+    if r["gmm_status"] == "diverged":
+        return float("inf")
+    return float(r["fit"]) + (PENALTY if r["gmm_status"] != "ok" else 0.0)
+
+
+def select(members: list, rule: str, other_med: float) -> dict:
+    """The setting `rule` selects (lowest median score over its seeds) and its members'
+    test scores against the best other method's median D_stsp."""
+    import numpy as np
+
+    n_set = max(r["setting"] for r in members) + 1
+    med = [float(np.median([member_score(r, rule) for r in members if r["setting"] == g]))
+           for g in range(n_set)]
+    sel = int(np.argmin(med))
+    mine = [r for r in members if r["setting"] == sel]
+    d = float(np.median([float(r["test_D_stsp"]) for r in mine]))
+    return dict(selected=sel, medians=med, test_D_stsp=[r["test_D_stsp"] for r in mine],
+                test_status=[r["test_status"] for r in mine], median_D_stsp=d,
+                median_D_H=float(np.median([float(r["test_D_H"]) for r in mine])),
+                ratio=d / other_med)
+
+
+def _rule(cell: dict, rule: str) -> dict:
+    """`select` of a recorded cell (recomputed: records older than a rule lack it)."""
+    return select(cell["members"], rule, cell["best_other_D_stsp"])
 
 
 def _not_ok(statuses) -> bool:
@@ -135,8 +162,8 @@ def summary(record: dict, runs: list[str] | None = None) -> list[str]:
             if rule == "by test":
                 ratios, bad = [by_test(c)["ratio"] for c in cells], 0
             else:
-                ratios = [float(c["rules"][rule]["ratio"]) for c in cells]
-                bad = sum(_not_ok(c["rules"][rule]["test_status"]) for c in cells)
+                ratios = [_rule(c, rule)["ratio"] for c in cells]
+                bad = sum(_not_ok(_rule(c, rule)["test_status"]) for c in cells)
             out.append(f"{run} {rule:>8}: best {sum(x < 1 for x in ratios)}/{len(cells)}, "
                        f"within 2x {sum(x <= 2 for x in ratios)}/{len(cells)}, median ratio "
                        f"{np.median(ratios):.3g}, median member not ok in {bad}")
@@ -152,7 +179,7 @@ def table(record: dict) -> str:
     for c in record.values():
         t = by_test(c)
         name, variant = c["cell"].split("/")
-        r = [f"{float(c['rules'][k]['ratio']):.2g} x" for k in RULES]
+        r = [f"{_rule(c, k)['ratio']:.2g} x" for k in RULES]
         run = c["run"].replace("docs/compare/", "")
         lines.append(f"| {run} | {name} | {variant} | {c['best_other']} "
                      f"{c['best_other_D_stsp']:.3g} | " + " | ".join(r)

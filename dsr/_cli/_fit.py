@@ -254,6 +254,7 @@ def fit_arguments(run: RunFolder, opts: dict, data: Prepared, resume, resume_set
                 resume=resume, resume_settings=resume_settings or "check",
                 monitor_every=opts["monitor_every"], validation=data.validation,
                 keep=opts["keep"], eval_every=opts["eval_every"],
+                status_steps=opts.get("status_steps"),
                 schedule=schedule_object(opts.get("lr_schedule", "cosine")),
                 noise=opts.get("noise", 0.0))
 

@@ -136,6 +136,10 @@ TRAINING = [
            "update or each run's best validation step (needs --validation)", "training"),
     Option("eval_every", integer(1, optional=True), F["eval_every"], "updates between "
            "validation free runs (default: 20 per fit)", "training"),
+    Option("status_steps", integer(1, optional=True), F["status_steps"], "length of each "
+           "validation free run, over which its status (ok, off, collapsed, diverged) is judged "
+           "(default: 4 x the validation length; D_stsp and D_H of its first validation "
+           "length)", "training"),
 ]
 EVALUATION = [
     Option("embedding", _embedding, None, "delay embedding m,tau for D_stsp^DE", "evaluation",
@@ -167,7 +171,7 @@ IDENTITY = ("data", "inputs", "columns", "key", "standardize", "delay_embed", "d
 TRAINING_SETTINGS = ("alpha", "steps", "seq_len", "batch_size", "warmup", "lr", "lr_schedule",
                      "noise",
                      "solver",
-                     "validation", "keep", "eval_every")
+                     "validation", "keep", "eval_every", "status_steps")
 
 
 def read_config_file(path: str) -> dict:

@@ -48,6 +48,7 @@ class FitArguments:
     monitor_every: int | None = None
     validation: Any = None
     keep: str = "last"
+    status_steps: int | None = None
     schedule: AbstractSchedule | None = None
     noise: float = 0.0
     check_model: bool = True

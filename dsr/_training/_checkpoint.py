@@ -75,6 +75,7 @@ def stored_arguments(path: str, stored: dict, call_optimizer, call_settings: dic
                                        mine("regularization"), path),
             optimizer=optimizer, schedule=schedule, learning_rate=float(stored["learning_rate"]),
             noise=float(stored.get("noise", 0.0)),
+            **_stored_status_steps(stored, mine("validation")),
             key=jax.random.wrap_key_data(np.asarray(stored["key"], np.uint32),
                                          impl=stored["key_impl"]),
             **{k: int(stored[k]) for k in ("steps", "seq_len", "batch_size", "warmup",
@@ -82,6 +83,15 @@ def stored_arguments(path: str, stored: dict, call_optimizer, call_settings: dic
     except (KeyError, TypeError, ValueError) as e:
         raise ValueError(f"`resume_settings='checkpoint'`: the settings stored in {path!r} "
                          f"cannot be restored ({type(e).__name__}: {e}).") from None
+
+
+def _stored_status_steps(stored: dict, validation) -> dict:
+    """`{"status_steps": n}` of a checkpoint with validation (the validation length where
+    the file records none: it was judged over that); `{}` without validation."""
+    val = stored.get("validation")
+    if not isinstance(val, dict) or validation is None:
+        return {}
+    return {"status_steps": int(val.get("status_steps", validation.n_steps))}
 
 
 def save_checkpoint(path: str, state, history: History, header: dict, best=None) -> None:

@@ -210,6 +210,7 @@ def fit(
     monitor_every: int | None = None,
     validation: Any = None,
     keep: str = "last",
+    status_steps: int | None = None,
     schedule: AbstractSchedule | None = None,
     noise: float = 0.0,
     check_model: bool = True,
@@ -274,20 +275,24 @@ def fit(
       over the devices (also across hosts after `jax.distributed.initialize()`).
     - `monitor_every`: every so many updates (default: a quarter of `steps`; 0: never) run
       the model freely from a data context (with `validation`: from the validation context,
-      for at least the validation data's length) and warn if the orbit diverges, collapses
+      for at least `status_steps`) and warn if the orbit diverges, collapses
       or is off the data's range (`dsr.orbit_status`).
     - `validation`: free-run validation on held-out data — a (T, N) array, a
       `data_gen.Dataset` (its `test`), or a fraction in (0, 1) of the training data taken
       from the end of its last series. Every `eval_every` updates (default: `steps // 20`)
       each member runs freely from a context of the first tenth of it (at most `seq_len`
-      steps) for its full length; the binning D_stsp of that run, D_H (per channel,
-      averaged) and its `dsr.orbit_status` go into `history["eval"]` and
+      steps) for `status_steps`; the binning D_stsp of its first validation length, D_H
+      (per channel, averaged) and the whole run's `dsr.orbit_status` go into `history["eval"]` and
       `FitResult.validation`. For N ≤ 3 the D_stsp bins the data's space
       (`min(30, ⌊T^(1/N)⌋)`, at least 4, bins per axis); for N > 3 it bins the validation
       data's 3 leading principal components (the same projection for the run;
       `min(30, ⌊T^(1/3)⌋)` bins per axis; `settings["validation"]["space"] = "pca3"`).
       The free-run check (`monitor_every`) then starts from the validation context and runs
-      at least as long as the validation data.
+      at least `status_steps`.
+    - `status_steps`: the length of each validation free run, over which its status is
+      judged (default: 4 × the validation length; at least the validation length); the
+      D_stsp and D_H are those of its first validation length. An orbit that leaves the
+      data's range only after the validation length is then "off", not "ok".
     - `keep`: `"last"` (the parameters after the last update) or `"best"` (each member's
       parameters at its lowest validation score: status first — D_stsp for an "ok" run,
       1000 + D_stsp for an "off" or "collapsed" one, so it ranks after every "ok" one, and
@@ -318,7 +323,7 @@ def fit(
         resume_settings=resume_settings, callback=callback, eval_every=eval_every,
         alpha_every=alpha_every, alpha_gamma=alpha_gamma, max_failures=max_failures,
         devices=devices, monitor_every=monitor_every, validation=validation, keep=keep,
-        schedule=schedule, noise=noise, check_model=check_model)
+        status_steps=status_steps, schedule=schedule, noise=noise, check_model=check_model)
     plan = make_plan(model, data, alpha, args)
     ckpt = plan.options.checkpoint
     with _lock.exclusive(identity(ckpt) if ckpt is not None else None,

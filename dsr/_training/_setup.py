@@ -32,7 +32,7 @@ from ._arguments import Counts, FitArguments, RunOptions
 from ._members import MemberSettings, check_sweep, member_settings
 from ._step import StepConfig
 from .._sweep._build import Sweep
-from ._validation import Validation, make_validation
+from ._validation import Validation, before_status_steps, make_validation
 from ._windows import Windows
 from ..models import AbstractGTFModel, AbstractModel
 from ..models._base import parameter_dtype
@@ -283,7 +283,7 @@ def _validate(model, data, alpha, kw: FitArguments, sweep: Sweep | None = None) 
         raise ValueError("`validation`: free runs of a model with external inputs need inputs "
                          "beyond the data; not supported.")
     series, val = make_validation(kw.validation, kw.keep, n.eval_every, series,
-                                  one.obs_dim, dtype, n.seq_len, n.steps)
+                                  one.obs_dim, dtype, n.seq_len, n.steps, kw.status_steps)
     opt, schedule = kw.optimizer, _check_schedule(kw.schedule)
     if opt is not None and schedule is not None:
         raise ValueError("`schedule` sets the default optimizer's learning rate; with your "
@@ -316,13 +316,16 @@ def _check_optional_callable(name, value):
         raise ArgumentTypeError(f"`{name}` must be {what} or None; got {value!r}.")
 
 
-def _reconcile(path, header: dict, call: Call, model, data, kw: FitArguments,
+def _reconcile(path, header: dict, call: Call, model, data, alpha, kw: FitArguments,
                sweep: Sweep | None = None) -> Call:
     """Check the checkpoint at `path` against the call (before anything is compiled) and
     return the call to continue: this one, or — with `resume_settings="checkpoint"` — one
     with the stored settings."""
     check_compatible(path, header, call.expected)
     stored, mode = header.get("settings", {}), kw.resume_settings
+    if before_status_steps(stored.get("validation"), call.validation, kw.status_steps):
+        kw = kw.replace(status_steps=call.validation.n_steps)
+        call = _validate(model, data, alpha, kw, sweep)
     diff = differences(stored, call.settings)
     if diff and mode == "checkpoint":
         restored = stored_arguments(path, stored, kw.optimizer, call.settings, call,
@@ -359,7 +362,7 @@ def make_plan(model, data, alpha, kw: FitArguments) -> Plan:
     if kw.resume is not None:
         path = os.fspath(kw.resume)
         header, payload = read_header(path)
-        call = _reconcile(path, header, call, model, data, kw, sweep)
+        call = _reconcile(path, header, call, model, data, alpha, kw, sweep)
         resume = (path, header, payload)
     n = call.counts
     stacked, K, is_ens = as_stack(model)

@@ -216,13 +216,14 @@ class Trainer:
             self.validate(step)
 
     def validate(self, done: int) -> None:
-        """Free-run every member from the validation context for the validation data's
-        length; record binning D_stsp, D_H and status, and update each member's best (by
+        """Free-run every member from the validation context for `status_steps` (≥ the
+        validation data's length); record binning D_stsp and D_H of its first validation
+        length and the status of the whole run, and update each member's best (by
         `member_scores`' `score`: status first, then D_stsp)."""
         p, val = self.plan, self.plan.validation
         t0 = time.perf_counter()
         model = from_stack(self.state.model, p.placement.n_padded, True)
-        gen = to_host(generate(model, val.n_steps, context=jnp.asarray(val.context),
+        gen = to_host(generate(model, val.status_steps, context=jnp.asarray(val.context),
                                check=False))[:p.n_members]
         sc = member_scores(val, gen)
         self.history.add_eval(done, eval_values(sc, p.n_members, p.is_ensemble))
@@ -231,12 +232,12 @@ class Trainer:
 
     def _monitor_run(self) -> tuple[np.ndarray, int, str, list]:
         """`(context, steps, where, reference series)` of the free-run check: with validation
-        data, from their context for at least their length (against training and validation
+        data, from their context for at least `status_steps` (against training and validation
         data); without, from the training data's start for `min(max(4 T, 1000), 10000)`."""
         p, val = self.plan, self.plan.validation
         n = int(min(max(4 * p.windows.length, 1000), 10_000))
         if val is not None:
-            return val.context, max(n, val.n_steps), "validation", p.series + [val.x]
+            return val.context, max(n, val.status_steps), "validation", p.series + [val.x]
         x = p.series[0]
         return x[:min(len(x) // 2, p.windows.length)], n, "training", p.series
 
