@@ -270,6 +270,23 @@ def test_denoise_options_are_recorded_and_a_run_without_them_is_refused(tmp_path
     assert "--denoise-all" in capsys.readouterr().err
 
 
+def test_status_factor_is_recorded_and_sets_fits_status_steps(tmp_path, capsys):
+    """`--dsr-status-factor F`: dsr's validation runs judge their status over F × the
+    validation length; runs without the key (every recorded one) keep 1 ×."""
+    from benchmarks.compare._dsr_method import status_steps
+
+    data = {"val": np.zeros((2000, 3))}
+    assert status_steps(data, {}) == 2000 and status_steps(data, {"dsr_status_factor": 4}) == 8000
+    out = tmp_path / "o"
+    out.mkdir()
+    (out / "settings.json").write_text((ROOT / "docs/compare/rerun/settings.json").read_text())
+    with pytest.raises(SystemExit, match=r"other settings \(\['dsr_status_factor'\]\)"):
+        cli.main(["--systems", "Lorenz", "--dsr-status-factor", "4", "--out", str(out)])
+    with pytest.raises(SystemExit):
+        cli.main(["--dsr-status-factor", "0", "--out", str(tmp_path / "q")])
+    assert "--dsr-status-factor must be ≥ 1" in capsys.readouterr().err
+
+
 def test_denoised_data_smooths_training_and_validation_only_and_records_it():
     from benchmarks.compare._dsr_method import denoised
     from benchmarks.compare._run import _members
