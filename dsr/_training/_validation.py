@@ -16,7 +16,7 @@ channel) and by the status (every channel's extent and variance).
 **How long the run is.** The D_stsp and D_H are those of the run's first `len(x)` steps (as long
 as the validation data); its status is judged over `status_steps` (default `STATUS_FACTOR = 4`
 × the validation length): an orbit that drifts off the data's range only after the validation
-length is "off", not "ok" (on the comparison's 63 probed cells a status over 4× the length
+length is "off", not "ok" (on the comparison's 71 probed cells a status over 4× the length
 changed the selected setting in 3; in 2 the median member went from not ok to ok: docs,
 Compare).
 
