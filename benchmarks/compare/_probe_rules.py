@@ -3,7 +3,7 @@ which validation rule would have selected dsr's settings best?
 
 For every dsr cell of a finished comparison run (its trained sweep resumed from
 `DIR/ckpt/SYSTEM__VARIANT__MODEL.ckpt`, MODEL the run's dsr model, so nothing is trained again), EVERY member of the
-sweep (each at the parameters `keep="best"` kept) is scored by four validation rules:
+sweep (each at the parameters `keep="best"` kept) is scored by five validation rules:
 
 - `fit`: `dsr.fit`'s own score (binning D_stsp of a validation-length free run; what the
   comparison selects by);
@@ -20,7 +20,7 @@ sweep (each at the parameters `keep="best"` kept) is scored by four validation r
   the validation split alone, but a test of whether a longer reference selects better;
 
 and on the test trajectory as the comparison scores its members (D_stsp, D_H, status). The
-first three see the validation split only. Each rule selects the setting with the best
+first four see the validation split only. Each rule selects the setting with the best
 median over its seeds; the record has, per rule, the selected setting, its members' test
 scores and their median against the best other method of the same cell. The members' test
 scores are for the diagnosis only: nothing here selects by them, and the best setting by the
@@ -162,8 +162,9 @@ def summary(record: dict, runs: list[str] | None = None) -> list[str]:
             if rule == "by test":
                 ratios, bad = [by_test(c)["ratio"] for c in cells], 0
             else:
-                ratios = [_rule(c, rule)["ratio"] for c in cells]
-                bad = sum(_not_ok(_rule(c, rule)["test_status"]) for c in cells)
+                sel = [_rule(c, rule) for c in cells]
+                ratios = [r["ratio"] for r in sel]
+                bad = sum(_not_ok(r["test_status"]) for r in sel)
             out.append(f"{run} {rule:>8}: best {sum(x < 1 for x in ratios)}/{len(cells)}, "
                        f"within 2x {sum(x <= 2 for x in ratios)}/{len(cells)}, median ratio "
                        f"{np.median(ratios):.3g}, median member not ok in {bad}")

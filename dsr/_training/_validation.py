@@ -64,7 +64,7 @@ def n_bins(n_points: int, n_dims: int) -> int:
 #: Frequency smoothing of the validation D_H.
 SMOOTHING = 20.0
 #: The free run starts after a context of this fraction of the validation data (at most
-#: `seq_len` steps) and runs for the validation data's full length.
+#: `seq_len` steps) and runs for `status_steps` (≥ the validation data's length).
 CONTEXT_FRACTION = 0.1
 #: The status of a validation free run is judged over this many validation lengths.
 STATUS_FACTOR = 4
