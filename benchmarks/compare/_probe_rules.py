@@ -9,7 +9,9 @@ sweep (each at the parameters `keep="best"` kept) is scored by five validation r
   comparison selects by);
 - `fit_4x`: `fit`'s score with the status of the `gmm` run (4 × the validation length, the
   same context): "off"/"collapsed" rank after "ok", "diverged" is inf — what `dsr.fit`
-  scores since its `status_steps` default (4 ×), up to which step `keep="best"` kept;
+  scores since its `status_steps` default (4 ×), up to which step `keep="best"` kept; on a
+  run trained with `--dsr-status-factor 4`, `fit` already is that rule and `fit_4x` only
+  re-judges the status with the probe's own run (read `fit` there);
 - `gmm`: the Gaussian-mixture D_stsp of an 8,000-step free run (`--run-len`) from the
   split's first tenth against the rest of it (`_probe_reselect`'s score; "off"/"collapsed"
   rank after "ok");
