@@ -146,6 +146,17 @@ def test_quick_run_writes_every_method_member_and_measure(tmp_path):
     fit_rule = r["rules"]["fit"]
     assert fit_rule["selected"] == r["selected_by_fit"]  # `fit`'s own rule selects as fit did
     assert len(fit_rule["test_D_stsp"]) == 2 and math.isfinite(float(r["best_other_D_stsp"]))
+    # the orbits probe: every method's members on 2 test orbits; orbit 0 is the run's test
+    from benchmarks.compare import _probe_orbits
+
+    rec = tmp_path / "orbits.json"
+    assert _probe_orbits.main(["--run", str(out), "--orbits", "2", "--cells", "Lorenz/clean",
+                               "--out", str(rec)]) == 0
+    r = json.loads(rec.read_text())[f"{out}:Lorenz/clean"]
+    assert set(r["methods"]) == set(p["settings"]["methods"])
+    for method, (same, n) in r["reproduced"].items():
+        assert same == n and n == (1 if method in ("SINDy", "VAR1") else 2), method
+    assert all(len(m["orbits"]) == 2 for v in r["methods"].values() for m in v)
 
 
 def test_unsupported_dysts_names_stop_with_one_line_before_anything_runs(tmp_path):
@@ -449,3 +460,31 @@ def test_rounding_probe_finds_float64_copies_equal(tmp_path):
                                                                     (3, 1, "float64")]
     assert all(r["max_param_diff"] < 1e-12 for r in rows)
     assert all(math.isfinite(r["D_stsp_alone"]) for r in rows)
+
+
+def test_orbits_probe_status_and_counts_follow_their_definition():
+    from benchmarks.compare import _probe_orbits as po
+
+    assert po.member_status(["ok"] * 4 + ["off"] * 4) == "ok"  # at least half ok
+    assert po.member_status(["ok"] * 3 + ["off"] * 3 + ["collapsed"] * 2) == "off"
+    assert po.member_status(["ok"] * 7 + ["diverged"]) == "diverged"
+    m = po._summary([dict(D_stsp=1.0, D_H=0.1, status="ok"),
+                     dict(D_stsp=3.0, D_H=0.3, status="ok")])
+    assert m["D_stsp"] == 2.0 and abs(m["D_H"] - 0.2) < 1e-12 and m["status"] == "ok"
+    assert po._summary([dict(D_stsp=1.0, D_H=0.1, status="ok"),
+                        dict(D_stsp=math.inf, D_H=1.0, status="diverged")])["D_stsp"] == math.inf
+
+    def member(d0, d1, h=0.1, status="ok"):
+        orbits = [dict(D_stsp=d0, D_H=h, status=status), dict(D_stsp=d1, D_H=h, status=status)]
+        return po._summary(orbits)
+
+    # dsr better than SINDy on the mean over orbits, worse than 2 x on orbit 0 alone
+    cell = dict(methods=dict(shPLRNN=[member(0.5, 0.1, 0.05), member(0.5, 0.1, 0.05)],
+                             SINDy=[member(0.1, 1.0)], VAR1=[member(9.0, 9.0)]))
+    r, r0 = po.row(cell), po.row(cell, 0)
+    assert r["best_other"] == "SINDy" and r["ratio"] == 0.3 / 0.55 and r["best_D_stsp"]
+    assert r0["ratio"] == 5.0 and not r0["best_D_stsp"] and r["best_D_H"]
+    k = po.counts([cell, dict(methods=dict(cell["methods"], shPLRNN=[
+        member(1.0, 1.0, status="off"), member(1.0, 1.0)]))])
+    assert (k["rows"], k["best_D_stsp"], k["within_2x"], k["median_not_ok"]) == (2, 1, 2, 1)
+    assert k["members_ok"] == 3 and k["members"] == 4
