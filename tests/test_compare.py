@@ -157,6 +157,15 @@ def test_quick_run_writes_every_method_member_and_measure(tmp_path):
     for method, (same, n) in r["reproduced"].items():
         assert same == n and n == (1 if method in ("SINDy", "VAR1") else 2), method
     assert all(len(m["orbits"]) == 2 for v in r["methods"].values() for m in v)
+    # every setting of the dsr sweep on the same orbits: the selected setting's members are
+    # the cell's own, score for score
+    assert _probe_orbits.main(["--run", str(out), "--orbits", "2", "--cells", "Lorenz/clean",
+                               "--sweep", "--out", str(rec)]) == 0
+    w = json.loads(rec.read_text())[f"{out}:Lorenz/clean:sweep"]
+    assert len(w["members"]) == 2 * 2 and len(w["setting_medians"]) == len(w["settings"])
+    chosen = [m for m in w["members"] if m["setting"] == w["selected"]]
+    assert [[o["D_stsp"] for o in m["orbits"]] for m in chosen] == [
+        [o["D_stsp"] for o in m["orbits"]] for m in r["methods"]["shPLRNN"]]
 
 
 def test_unsupported_dysts_names_stop_with_one_line_before_anything_runs(tmp_path):

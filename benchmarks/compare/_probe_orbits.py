@@ -9,9 +9,9 @@ nothing is trained, the selection is the run's own, by the validation split), SI
 and VAR(1) refitted by the run's own code with its settings and seeds — is scored on K test
 orbits. Orbit 0 is the run's test trajectory (its scores reproduce the recorded ones: a check,
 printed); orbits 1 … K-1 start from new initial conditions drawn as the run's (`make_data`'s
-perturbation of dysts' x0, numpy seed `ORBIT_SEED`), the same transient and length and
-standardization; the floor gets K independent trajectories the same way, floor k scored against
-test orbit k. Per orbit the comparison's own `orbit_measures` (warm-up on the first `WARMUP`
+perturbation of dysts' x0, shrunk where the solve fails as there, numpy seed `ORBIT_SEED`),
+the same transient, length and standardization; the floor gets K independent trajectories the
+same way, floor k scored against test orbit k. Per orbit the comparison's own `orbit_measures` (warm-up on the first `WARMUP`
 points, a free run as long as the rest); per member the mean over the orbits of D_stsp (inf if
 any diverged) and of D_H, and a status (`member_status`). Results accumulate in one JSON per
 `--out`, keyed by run and cell; `--table` prints the markdown tables and the bar's counts.
@@ -38,18 +38,30 @@ OTHERS = ("SINDy", "ESN", "VAR1")
 
 
 def new_orbits(system, data: dict, n: int, n_test: int, transient: int) -> tuple:
-    """`(tests, floors)`, each `(n, n_test, N)` float32, standardized like `data`: the true
-    system from `2 n` new initial conditions, drawn as `make_data` draws its own (dysts' x0 +
-    0.1 (|x0| + 1) × N(0, 1), the cell's `ic_shrink`), numpy seed `ORBIT_SEED`."""
-    rng = np.random.default_rng(ORBIT_SEED)
-    u = rng.standard_normal((2 * n, system.dim))
-    x0s = system.x0 + system.ic_shrink * 0.1 * (np.abs(system.x0) + 1.0) * u
-    raw = system.trajectories(x0s, n_test, transient)
-    if not np.all(np.isfinite(raw)):
-        raise RuntimeError(f"{system.name}: a new test orbit's solve is not finite")
+    """`(tests, floors, shrink)`: `tests` and `floors` each `(n, n_test, N)` float32,
+    standardized like `data`: the true system from `2 n` new initial conditions, drawn as
+    `make_data` draws its own (dysts' x0 + shrink × 0.1 (|x0| + 1) × N(0, 1), numpy seed
+    `ORBIT_SEED`; `shrink` the first of `IC_SHRINK` whose solve succeeds, as there)."""
+    from ._systems import IC_SHRINK
+
+    u = np.random.default_rng(ORBIT_SEED).standard_normal((2 * n, system.dim))
+    errors = []
+    for shrink in IC_SHRINK:
+        x0s = system.x0 + shrink * 0.1 * (np.abs(system.x0) + 1.0) * u
+        try:
+            raw = system.trajectories(x0s, n_test, transient)
+        except RuntimeError as e:
+            errors.append(f"×{shrink:g}: {e}")
+            continue
+        if np.all(np.isfinite(raw)):
+            break
+        errors.append(f"×{shrink:g}: not finite")
+    else:
+        raise RuntimeError(f"{system.name}: the new test orbits' solve failed (perturbation "
+                           + "; ".join(errors) + ")")
     obs = raw if system.post is None else system.post[0](raw)
     z = ((obs - data["mean"]) / data["std"]).astype(np.float32)
-    return z[:n], z[n:]
+    return z[:n], z[n:], shrink
 
 
 def member_status(statuses: list[str]) -> str:
@@ -92,51 +104,86 @@ def _copied_checkpoints(run: str, name: str, variant: str, tmp: str) -> None:
         shutil.copyfile(f, os.path.join(tmp, "ckpt", os.path.basename(f)))
 
 
-def score_cell(run: str, s: dict, name: str, variant: str, n_orbits: int, log=print) -> dict:
-    """Every method's members and the floor of one cell on `n_orbits` test orbits."""
-    from ._cells import load_cell
-    from ._measures import WARMUP, orbit_measures
-    from ._run import VARIANTS, _members
+def _orbits(s: dict, name: str, variant: str, n_orbits: int) -> tuple:
+    """`(system, data, tests, floors, shrink)`: the run's data and `n_orbits` test and floor
+    trajectories, the run's own first."""
+    from ._run import VARIANTS
     from ._systems import get_system, make_data
-    import jax
 
-    t0 = time.perf_counter()
     system = get_system(name, s["pts_per_period"], s.get("numpy_rhs", False))
     data = make_data(system, s["n_train"], s["n_test"], s["transient"], VARIANTS[variant],
                      s["seed"])
-    tests, floors = new_orbits(system, data, n_orbits - 1, s["n_test"], s["transient"])
-    tests = [data["test"], *tests]
-    floors = [data["floor"], *floors]
+    tests, floors, shrink = new_orbits(system, data, n_orbits - 1, s["n_test"],
+                                       s["transient"])
+    return system, data, [data["test"], *tests], [data["floor"], *floors], shrink
+
+
+def _reproduced(members: list) -> list[int]:
+    """`[members whose orbit-0 D_stsp equals the recorded one, members with a record]`."""
+    same = [abs(r["orbits"][0]["D_stsp"] - r["recorded_D_stsp"])
+            <= 1e-6 * max(1.0, abs(r["recorded_D_stsp"])) for r in members
+            if r["recorded_D_stsp"] is not None and np.isfinite(r["recorded_D_stsp"])]
+    return [sum(same), len(same)]
+
+
+def score_cell(run: str, s: dict, name: str, variant: str, n_orbits: int, log=print) -> dict:
+    """Every method's members and the floor of one cell on `n_orbits` test orbits."""
+    import jax
+
+    from ._cells import load_cell
+    from ._measures import WARMUP, orbit_measures
+    from ._run import _members
+
+    t0 = time.perf_counter()
+    system, data, tests, floors, shrink = _orbits(s, name, variant, n_orbits)
     fl = [orbit_measures(np.asarray(t[WARMUP:], np.float64), np.asarray(f[WARMUP:], np.float64),
                          jax.random.key(7)) for t, f in zip(tests, floors)]
     cell = dict(run=run, cell=f"{name}/{variant}", orbits=n_orbits, orbit_seed=ORBIT_SEED,
+                ic_shrink=dict(run=system.ic_shrink, new=shrink),
                 floor=_summary([dict(D_stsp=r["D_stsp"], D_H=r["D_H"], status=r["status"])
-                                for r in fl]), methods={})
+                                for r in fl]), methods={}, reproduced={})
     rec_floor = load_cell(run, name, variant, "floor")
     if rec_floor is not None:
         log(f"  floor: orbit 0 {fl[0]['D_stsp']:.6g}, recorded "
             f"{float(rec_floor['members'][0]['D_stsp']):.6g}")
     for method in s["methods"]:
-        recorded = load_cell(run, name, variant, method)
+        rec = (load_cell(run, name, variant, method) or {}).get("members", [])
         with tempfile.TemporaryDirectory() as tmp:
             _copied_checkpoints(run, name, variant, tmp)
             ms, _ = _members(method, data, s, system, tmp, name, variant)
         members = []
         for i, m in enumerate(ms):
             r = _score(m, tests, 100 + i)
-            rec = (recorded or {}).get("members", [])
             r["recorded_D_stsp"] = float(rec[i]["D_stsp"]) if i < len(rec) else None
             members.append(r)
         cell["methods"][method] = members
-        cell.setdefault("reproduced", {})
-        same = [abs(r["orbits"][0]["D_stsp"] - r["recorded_D_stsp"]) <= 1e-6 * max(
-            1.0, abs(r["recorded_D_stsp"])) for r in members if r["recorded_D_stsp"] is not None
-            and np.isfinite(r["recorded_D_stsp"])]
-        cell["reproduced"][method] = [sum(same), len(same)]
+        cell["reproduced"][method] = _reproduced(members)
         log(f"  {method}: {len(members)} member(s), orbit 0 reproduces the recorded D_stsp in "
-            f"{sum(same)} of {len(same)}")
+            "{} of {}".format(*cell["reproduced"][method]))
     cell["seconds"] = time.perf_counter() - t0
     return cell
+
+
+def score_sweep(run: str, s: dict, name: str, variant: str, n_orbits: int) -> dict:
+    """Every member of the cell's dsr sweep (every setting, resumed: nothing trained) on the
+    same `n_orbits` test orbits, member `seed` k with Monte-Carlo key 100 + k as the selected
+    setting's members: per setting the median of its members' means over the orbits."""
+    from ._dsr_method import as_member
+    from ._probe_reselect import finished_cell
+
+    t0 = time.perf_counter()
+    tests = _orbits(s, name, variant, n_orbits)[2]
+    table = finished_cell(run, s, name, variant)[2]
+    members = []
+    for i, r in enumerate(table.rows):
+        m = _score(as_member(table.member(i), 0.0, {}), tests, 100 + int(r["seed"]))
+        members.append(dict(m, member=i, setting=int(r["setting"]), seed=int(r["seed"])))
+    n_set = len(table.settings)
+    med = [float(np.median([m["D_stsp"] for m in members if m["setting"] == g]))
+           for g in range(n_set)]
+    return dict(run=run, cell=f"{name}/{variant}", orbits=n_orbits, selected=int(table.selected),
+                settings=[dict(g) for g in table.settings], setting_medians=med,
+                members=members, seconds=time.perf_counter() - t0)
 
 
 def _median(members: list, key: str) -> float:
@@ -221,6 +268,41 @@ def count_lines(cells: list) -> list[str]:
     return out
 
 
+def _score_cells(a, s: dict, cells: list, record: dict) -> None:
+    for c in cells:
+        key = f"{a.run}:{c}"
+        if key in record and record[key]["orbits"] == a.orbits:
+            print(f"{c}: done before, skipped", flush=True)
+            continue
+        print(f"{c}:", flush=True)
+        record[key] = score_cell(a.run, s, *c.split("/"), a.orbits,
+                                 log=lambda x: print(x, flush=True))
+        write_json(a.out, record)
+        r = row(record[key])
+        print(f"  dsr median {r['D_stsp']:.3g} = {r['ratio']:.2g} × {r['best_other']} "
+              f"(orbit 0: {row(record[key], 0)['ratio']:.2g} ×); "
+              f"{record[key]['seconds']:.0f} s", flush=True)
+
+
+def _score_sweeps(a, s: dict, cells: list, record: dict) -> None:
+    """`--sweep`: every setting of each cell's dsr sweep, against the best other method's
+    median on the same orbits (the cell's own record, scored first if missing)."""
+    _score_cells(a, s, cells, record)
+    for c in cells:
+        key = f"{a.run}:{c}:sweep"
+        if key not in record or record[key]["orbits"] != a.orbits:
+            record[key] = score_sweep(a.run, s, *c.split("/"), a.orbits)
+            write_json(a.out, record)
+        w, other = record[key], row(record[f"{a.run}:{c}"])
+        print(f"{c}, every setting of dsr's sweep on {a.orbits} orbits (median of the "
+              f"members' means; {other['best_other']} {other['other_D_stsp']:.3g}):")
+        for g, (st, med) in enumerate(zip(w["settings"], w["setting_medians"])):
+            ds = ", ".join(_g(m["D_stsp"]) for m in w["members"] if m["setting"] == g)
+            mark = " (selected)" if g == w["selected"] else ""
+            print(f"  {g} {st}{mark}: {ds}; median {_g(med)} = "
+                  f"{med / other['other_D_stsp']:.3g} ×", flush=True)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.compare._probe_orbits",
                                 description=__doc__.split("\n\n")[0])
@@ -230,6 +312,8 @@ def main(argv=None) -> int:
     p.add_argument("--cells", nargs="*", metavar="SYSTEM/VARIANT",
                    help="default: every cell of the run")
     p.add_argument("--out", required=True, metavar="FILE", help="the JSON record (appended)")
+    p.add_argument("--sweep", action="store_true",
+                   help="also every member of every setting of the cells' dsr sweeps")
     p.add_argument("--table", action="store_true",
                    help="print the record's table and counts for --run; score nothing")
     a = p.parse_args(argv)
@@ -249,19 +333,7 @@ def main(argv=None) -> int:
         with open(a.out) as fh:
             record = json.load(fh)
     if not a.table:
-        for c in cells:
-            key = f"{a.run}:{c}"
-            if key in record and record[key]["orbits"] == a.orbits:
-                print(f"{c}: done before, skipped", flush=True)
-                continue
-            print(f"{c}:", flush=True)
-            record[key] = score_cell(a.run, s, *c.split("/"), a.orbits,
-                                     log=lambda x: print(x, flush=True))
-            write_json(a.out, record)
-            r = row(record[key])
-            print(f"  dsr median {r['D_stsp']:.3g} = {r['ratio']:.2g} × {r['best_other']} "
-                  f"(orbit 0: {row(record[key], 0)['ratio']:.2g} ×); "
-                  f"{record[key]['seconds']:.0f} s", flush=True)
+        (_score_sweeps if a.sweep else _score_cells)(a, s, cells, record)
     done = [record[f"{a.run}:{c}"] for c in cells if f"{a.run}:{c}" in record]
     if done:
         print(table(done))
