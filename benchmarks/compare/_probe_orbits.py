@@ -226,6 +226,7 @@ def counts(cells: list, orbit: int | None = None) -> dict:
 
 
 def _g(x: float) -> str:
+    x = float(x)
     return "inf" if not np.isfinite(x) else f"{x:.3g}"
 
 
