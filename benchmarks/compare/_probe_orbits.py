@@ -11,17 +11,18 @@ orbits. Orbit 0 is the run's test trajectory (its scores reproduce the recorded 
 printed); orbits 1 … K-1 start from new initial conditions drawn as the run's (`make_data`'s
 perturbation of dysts' x0, shrunk where the solve fails as there, numpy seed `ORBIT_SEED`),
 the same transient, length and standardization; the floor gets K independent trajectories the
-same way, floor k scored against test orbit k. Per orbit the comparison's own `orbit_measures` (warm-up on the first `WARMUP`
-points, a free run as long as the rest); per member the mean over the orbits of D_stsp (inf if
-any diverged) and of D_H, and a status (`member_status`). Results accumulate in one JSON per
-`--out`, keyed by run and cell; `--table` prints the markdown tables and the bar's counts.
+same way, floor k scored against test orbit k. Per orbit the comparison's own
+`orbit_measures` (warm-up on the first `WARMUP` points, a free run as long as the rest); per
+member the mean over the orbits of D_stsp (inf if any diverged) and of D_H, and a status
+(`member_status`). `--sweep` also scores every setting of the cells' dsr sweeps on the same
+orbits. Results accumulate in one JSON per `--out`, keyed by run and cell; `--table` prints
+the markdown tables and the bar's counts.
 """
 
 from __future__ import annotations
 
 import argparse
 import glob
-import json
 import os
 import shutil
 import sys
@@ -32,6 +33,7 @@ from collections import Counter
 import numpy as np
 
 from .._json import write_json
+from ._probe_reselect import read_run
 
 ORBIT_SEED = 1
 OTHERS = ("SINDy", "ESN", "VAR1")
@@ -318,21 +320,9 @@ def main(argv=None) -> int:
     p.add_argument("--table", action="store_true",
                    help="print the record's table and counts for --run; score nothing")
     a = p.parse_args(argv)
-    settings = os.path.join(a.run, "settings.json")
-    if not os.path.exists(settings):
-        p.error(f"--run {a.run}: no comparison run there (no settings.json)")
     if a.orbits < 1:
         p.error(f"--orbits must be ≥ 1; got {a.orbits}")
-    with open(settings) as fh:
-        s = json.load(fh)
-    cells = a.cells or [f"{n}/{v}" for n in s["systems"] for v in s["variants"]]
-    for c in cells:
-        if c.count("/") != 1 or c.split("/")[1] not in ("clean", "noisy"):
-            p.error(f"--cells: SYSTEM/clean or SYSTEM/noisy; got {c!r}")
-    record = {}
-    if os.path.exists(a.out):
-        with open(a.out) as fh:
-            record = json.load(fh)
+    s, cells, record = read_run(p, a.run, a.cells, a.out)
     if not a.table:
         (_score_sweeps if a.sweep else _score_cells)(a, s, cells, record)
     done = [record[f"{a.run}:{c}"] for c in cells if f"{a.run}:{c}" in record]

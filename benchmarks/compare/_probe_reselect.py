@@ -159,6 +159,27 @@ def reselect(run: str, s: dict, name: str, variant: str, run_len: int) -> dict:
                 setting_medians=medians, test=members, seconds=time.perf_counter() - t0)
 
 
+def read_run(p: argparse.ArgumentParser, run: str, cells, out: str) -> tuple[dict, list, dict]:
+    """`(settings, cells, record)` of a probe's arguments: the settings of comparison run `run`
+    (an error naming `--run` where it has none), its `cells` (default: every one of the run;
+    each checked, an error naming `--cells`) and the record accumulated at `out` (empty if
+    none yet)."""
+    settings = os.path.join(run, "settings.json")
+    if not os.path.exists(settings):
+        p.error(f"--run {run}: no comparison run there (no settings.json)")
+    with open(settings) as fh:
+        s = json.load(fh)
+    cells = cells or [f"{n}/{v}" for n in s["systems"] for v in s["variants"]]
+    for c in cells:
+        if c.count("/") != 1 or c.split("/")[1] not in ("clean", "noisy"):
+            p.error(f"--cells: SYSTEM/clean or SYSTEM/noisy; got {c!r}")
+    record = {}
+    if os.path.exists(out):
+        with open(out) as fh:
+            record = json.load(fh)
+    return s, cells, record
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.compare._probe_reselect",
                                 description=__doc__.split("\n\n")[0])

@@ -40,7 +40,7 @@ import sys
 import time
 
 from .._json import write_json
-from ._probe_reselect import (CONTEXT, PENALTY, _free_run, dsr_model, finished_cell,
+from ._probe_reselect import (CONTEXT, PENALTY, _free_run, dsr_model, finished_cell, read_run,
                               ok_score)
 
 RULES = ("fit", "fit_4x", "gmm", "forecast", "gmm_all")
@@ -213,19 +213,7 @@ def main(argv=None) -> int:
         return 0
     if a.run_len < 320:  # D_H's shortest series (dsr.metrics.power_spectrum_distance)
         p.error(f"--run-len must be ≥ 320; got {a.run_len}")
-    settings = os.path.join(a.run, "settings.json")
-    if not os.path.exists(settings):
-        p.error(f"--run {a.run}: no comparison run there (no settings.json)")
-    with open(settings) as fh:
-        s = json.load(fh)
-    cells = a.cells or [f"{n}/{v}" for n in s["systems"] for v in s["variants"]]
-    for c in cells:
-        if c.count("/") != 1 or c.split("/")[1] not in ("clean", "noisy"):
-            p.error(f"--cells: SYSTEM/clean or SYSTEM/noisy; got {c!r}")
-    record = {}
-    if os.path.exists(a.out):
-        with open(a.out) as fh:
-            record = json.load(fh)
+    s, cells, record = read_run(p, a.run, a.cells, a.out)
     for c in cells:
         if f"{a.run}:{c}" in record:
             continue
