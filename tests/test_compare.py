@@ -166,6 +166,13 @@ def test_quick_run_writes_every_method_member_and_measure(tmp_path):
     chosen = [m for m in w["members"] if m["setting"] == w["selected"]]
     assert [[o["D_stsp"] for o in m["orbits"]] for m in chosen] == [
         [o["D_stsp"] for o in m["orbits"]] for m in r["methods"]["shPLRNN"]]
+    # a run without its (uncommitted) checkpoints: an error naming --run, nothing trained
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    (bare / "settings.json").write_text((out / "settings.json").read_text())
+    with pytest.raises(SystemExit):
+        _probe_orbits.main(["--run", str(bare), "--cells", "Lorenz/clean", "--out", str(rec)])
+    assert not (bare / "ckpt").exists()
 
 
 def test_unsupported_dysts_names_stop_with_one_line_before_anything_runs(tmp_path):

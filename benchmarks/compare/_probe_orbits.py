@@ -128,11 +128,23 @@ def _reproduced(members: list) -> list[int]:
     return [sum(same), len(same)]
 
 
+def missing_checkpoints(run: str, s: dict, cells: list) -> list[str]:
+    """The cells (`SYSTEM/VARIANT`) whose dsr sweep has no checkpoint under `run/ckpt`:
+    resuming nothing would train the sweep again, which is not this probe's job."""
+    from ._dsr_method import MODELS
+
+    if not any(m in MODELS for m in s["methods"]):
+        return []
+    return [c for c in cells if not glob.glob(os.path.join(
+        run, "ckpt", "{}__{}__*.ckpt".format(*c.split("/"))))]
+
+
 def score_cell(run: str, s: dict, name: str, variant: str, n_orbits: int, log=print) -> dict:
     """Every method's members and the floor of one cell on `n_orbits` test orbits."""
     import jax
 
     from ._cells import load_cell
+    from ._dsr_method import MODELS as DSR_MODELS
     from ._measures import WARMUP, orbit_measures
     from ._run import _members
 
@@ -151,7 +163,8 @@ def score_cell(run: str, s: dict, name: str, variant: str, n_orbits: int, log=pr
     for method in s["methods"]:
         rec = (load_cell(run, name, variant, method) or {}).get("members", [])
         with tempfile.TemporaryDirectory() as tmp:
-            _copied_checkpoints(run, name, variant, tmp)
+            if method in DSR_MODELS:
+                _copied_checkpoints(run, name, variant, tmp)
             ms, _ = _members(method, data, s, system, tmp, name, variant)
         members = []
         for i, m in enumerate(ms):
@@ -323,6 +336,11 @@ def main(argv=None) -> int:
     if a.orbits < 1:
         p.error(f"--orbits must be ≥ 1; got {a.orbits}")
     s, cells, record = read_run(p, a.run, a.cells, a.out)
+    missing = [] if a.table else missing_checkpoints(a.run, s, cells)
+    if missing:
+        p.error(f"--run {a.run}: no dsr checkpoint under {os.path.join(a.run, 'ckpt')} for "
+                f"{', '.join(missing)} (checkpoints are not committed: the probe runs in the "
+                f"checkout that ran the comparison)")
     if not a.table:
         (_score_sweeps if a.sweep else _score_cells)(a, s, cells, record)
     done = [record[f"{a.run}:{c}"] for c in cells if f"{a.run}:{c}" in record]
