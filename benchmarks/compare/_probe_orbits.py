@@ -267,7 +267,7 @@ def table(cells: list) -> str:
             + ", ".join(_g(m["D_stsp"]) for m in mine)
             + f" | {_g(r['D_stsp'])} ± {_g(_mad([m['D_stsp'] for m in mine]))} | "
             + " | ".join(med.get(k, "–") for k in OTHERS)
-            + f" | {r['ratio']:.2g} × {r['best_other']} | {r0['ratio']:.2g} × "
+            + f" | {r['ratio']:.3g} × {r['best_other']} | {r0['ratio']:.3g} × "
             f"{r0['best_other']} | {_g(r['D_H'])} ({r['D_H'] / r['other_D_H']:.2g} × "
             f"{r['best_other_H']}) | {r['members_ok']}/{r['members']} |")
     return "\n".join(lines)
@@ -295,8 +295,8 @@ def _score_cells(a, s: dict, cells: list, record: dict) -> None:
                                  log=lambda x: print(x, flush=True))
         write_json(a.out, record)
         r = row(record[key])
-        print(f"  dsr median {r['D_stsp']:.3g} = {r['ratio']:.2g} × {r['best_other']} "
-              f"(orbit 0: {row(record[key], 0)['ratio']:.2g} ×); "
+        print(f"  dsr median {r['D_stsp']:.3g} = {r['ratio']:.3g} × {r['best_other']} "
+              f"(orbit 0: {row(record[key], 0)['ratio']:.3g} ×); "
               f"{record[key]['seconds']:.0f} s", flush=True)
 
 
