@@ -22,6 +22,7 @@ the markdown tables and the bar's counts.
 from __future__ import annotations
 
 import argparse
+import functools
 import glob
 import os
 import shutil
@@ -42,27 +43,12 @@ OTHERS = ("SINDy", "ESN", "VAR1")
 def new_orbits(system, data: dict, n: int, n_test: int, transient: int) -> tuple:
     """`(tests, floors, shrink)`: `tests` and `floors` each `(n, n_test, N)` float32,
     standardized like `data`: the true system from `2 n` new initial conditions, drawn as
-    `make_data` draws its own (dysts' x0 + shrink × 0.1 (|x0| + 1) × N(0, 1), numpy seed
-    `ORBIT_SEED`; `shrink` the first of `IC_SHRINK` whose solve succeeds, as there)."""
-    from ._systems import IC_SHRINK
+    `make_data` draws its own (`perturbed_trajectories`), numpy seed `ORBIT_SEED`."""
+    from ._systems import observed, perturbed_trajectories
 
     u = np.random.default_rng(ORBIT_SEED).standard_normal((2 * n, system.dim))
-    errors = []
-    for shrink in IC_SHRINK:
-        x0s = system.x0 + shrink * 0.1 * (np.abs(system.x0) + 1.0) * u
-        try:
-            raw = system.trajectories(x0s, n_test, transient)
-        except RuntimeError as e:
-            errors.append(f"×{shrink:g}: {e}")
-            continue
-        if np.all(np.isfinite(raw)):
-            break
-        errors.append(f"×{shrink:g}: not finite")
-    else:
-        raise RuntimeError(f"{system.name}: the new test orbits' solve failed (perturbation "
-                           + "; ".join(errors) + ")")
-    obs = raw if system.post is None else system.post[0](raw)
-    z = ((obs - data["mean"]) / data["std"]).astype(np.float32)
+    raw, _, shrink = perturbed_trajectories(system, u, n_test, transient)
+    z = ((observed(system, raw) - data["mean"]) / data["std"]).astype(np.float32)
     return z[:n], z[n:], shrink
 
 
@@ -74,6 +60,11 @@ def member_status(statuses: list[str]) -> str:
     if 2 * statuses.count("ok") >= len(statuses):
         return "ok"
     return Counter(s for s in statuses if s != "ok").most_common(1)[0][0]
+
+
+def _kept(r: dict) -> dict:
+    """What is kept of one orbit's measures."""
+    return dict(D_stsp=r["D_stsp"], D_H=r["D_H"], status=r["status"])
 
 
 def _summary(orbits: list[dict]) -> dict:
@@ -92,9 +83,8 @@ def _score(m, tests: list, key_index: int) -> dict:
     out = []
     for x in tests:
         x_true = np.asarray(x[WARMUP:], np.float64)
-        r = orbit_measures(x_true, _free_run(m, x[:WARMUP], len(x_true)),
-                           jax.random.key(key_index))
-        out.append(dict(D_stsp=r["D_stsp"], D_H=r["D_H"], status=r["status"]))
+        out.append(_kept(orbit_measures(x_true, _free_run(m, x[:WARMUP], len(x_true)),
+                                        jax.random.key(key_index))))
     return _summary(out)
 
 
@@ -108,7 +98,7 @@ def _copied_checkpoints(run: str, name: str, variant: str, tmp: str) -> None:
 
 def _orbits(s: dict, name: str, variant: str, n_orbits: int) -> tuple:
     """`(system, data, tests, floors, shrink)`: the run's data and `n_orbits` test and floor
-    trajectories, the run's own first."""
+    trajectories, the run's own first (`score_cell` and `score_sweep` share one)."""
     from ._run import VARIANTS
     from ._systems import get_system, make_data
 
@@ -139,8 +129,8 @@ def missing_checkpoints(run: str, s: dict, cells: list) -> list[str]:
         run, "ckpt", "{}__{}__*.ckpt".format(*c.split("/"))))]
 
 
-def score_cell(run: str, s: dict, name: str, variant: str, n_orbits: int, log=print) -> dict:
-    """Every method's members and the floor of one cell on `n_orbits` test orbits."""
+def score_cell(run: str, s: dict, name: str, variant: str, orbits: tuple, log=print) -> dict:
+    """Every method's members and the floor of one cell on its test `orbits` (`_orbits`)."""
     import jax
 
     from ._cells import load_cell
@@ -149,13 +139,12 @@ def score_cell(run: str, s: dict, name: str, variant: str, n_orbits: int, log=pr
     from ._run import _members
 
     t0 = time.perf_counter()
-    system, data, tests, floors, shrink = _orbits(s, name, variant, n_orbits)
+    system, data, tests, floors, shrink = orbits
     fl = [orbit_measures(np.asarray(t[WARMUP:], np.float64), np.asarray(f[WARMUP:], np.float64),
                          jax.random.key(7)) for t, f in zip(tests, floors)]
-    cell = dict(run=run, cell=f"{name}/{variant}", orbits=n_orbits, orbit_seed=ORBIT_SEED,
+    cell = dict(run=run, cell=f"{name}/{variant}", orbits=len(tests), orbit_seed=ORBIT_SEED,
                 ic_shrink=dict(run=system.ic_shrink, new=shrink),
-                floor=_summary([dict(D_stsp=r["D_stsp"], D_H=r["D_H"], status=r["status"])
-                                for r in fl]), methods={}, reproduced={})
+                floor=_summary([_kept(r) for r in fl]), methods={}, reproduced={})
     rec_floor = load_cell(run, name, variant, "floor")
     if rec_floor is not None:
         log(f"  floor: orbit 0 {fl[0]['D_stsp']:.6g}, recorded "
@@ -179,15 +168,14 @@ def score_cell(run: str, s: dict, name: str, variant: str, n_orbits: int, log=pr
     return cell
 
 
-def score_sweep(run: str, s: dict, name: str, variant: str, n_orbits: int) -> dict:
+def score_sweep(run: str, s: dict, name: str, variant: str, tests: list) -> dict:
     """Every member of the cell's dsr sweep (every setting, resumed: nothing trained) on the
-    same `n_orbits` test orbits, member `seed` k with Monte-Carlo key 100 + k as the selected
+    same test orbits `tests`, member `seed` k with Monte-Carlo key 100 + k as the selected
     setting's members: per setting the median of its members' means over the orbits."""
     from ._dsr_method import as_member
     from ._probe_reselect import finished_cell
 
     t0 = time.perf_counter()
-    tests = _orbits(s, name, variant, n_orbits)[2]
     table = finished_cell(run, s, name, variant)[2]
     members = []
     for i, r in enumerate(table.rows):
@@ -196,7 +184,7 @@ def score_sweep(run: str, s: dict, name: str, variant: str, n_orbits: int) -> di
     n_set = len(table.settings)
     med = [float(np.median([m["D_stsp"] for m in members if m["setting"] == g]))
            for g in range(n_set)]
-    return dict(run=run, cell=f"{name}/{variant}", orbits=n_orbits, selected=int(table.selected),
+    return dict(run=run, cell=f"{name}/{variant}", orbits=len(tests), selected=int(table.selected),
                 settings=[dict(g) for g in table.settings], setting_medians=med,
                 members=members, seconds=time.perf_counter() - t0)
 
@@ -208,13 +196,8 @@ def _median(members: list, key: str) -> float:
 def row(cell: dict, orbit: int | None = None) -> dict:
     """The bar's quantities of one cell: on the mean over orbits (`orbit=None`) or on one
     orbit (`orbit=0`: the run's own test)."""
-    def view(m):
-        if orbit is None:
-            return m
-        o = m["orbits"][orbit]
-        return dict(D_stsp=o["D_stsp"], D_H=o["D_H"], status=o["status"])
-
-    meth = {k: [view(m) for m in v] for k, v in cell["methods"].items()}
+    meth = {k: [m if orbit is None else _kept(m["orbits"][orbit]) for m in v]
+            for k, v in cell["methods"].items()}
     dsr_name = next(k for k in meth if k not in OTHERS)
     mine = meth[dsr_name]
     others = {k: v for k, v in meth.items() if k in OTHERS}
@@ -284,14 +267,14 @@ def count_lines(cells: list) -> list[str]:
     return out
 
 
-def _score_cells(a, s: dict, cells: list, record: dict) -> None:
+def _score_cells(a, s: dict, cells: list, record: dict, orbits) -> None:
     for c in cells:
         key = f"{a.run}:{c}"
         if key in record and record[key]["orbits"] == a.orbits:
             print(f"{c}: done before, skipped", flush=True)
             continue
         print(f"{c}:", flush=True)
-        record[key] = score_cell(a.run, s, *c.split("/"), a.orbits,
+        record[key] = score_cell(a.run, s, *c.split("/"), orbits(c),
                                  log=lambda x: print(x, flush=True))
         write_json(a.out, record)
         r = row(record[key])
@@ -300,14 +283,14 @@ def _score_cells(a, s: dict, cells: list, record: dict) -> None:
               f"{record[key]['seconds']:.0f} s", flush=True)
 
 
-def _score_sweeps(a, s: dict, cells: list, record: dict) -> None:
+def _score_sweeps(a, s: dict, cells: list, record: dict, orbits) -> None:
     """`--sweep`: every setting of each cell's dsr sweep, against the best other method's
     median on the same orbits (the cell's own record, scored first if missing)."""
-    _score_cells(a, s, cells, record)
+    _score_cells(a, s, cells, record, orbits)
     for c in cells:
         key = f"{a.run}:{c}:sweep"
         if key not in record or record[key]["orbits"] != a.orbits:
-            record[key] = score_sweep(a.run, s, *c.split("/"), a.orbits)
+            record[key] = score_sweep(a.run, s, *c.split("/"), orbits(c)[2])
             write_json(a.out, record)
         w, other = record[key], row(record[f"{a.run}:{c}"])
         print(f"{c}, every setting of dsr's sweep on {a.orbits} orbits (median of the "
@@ -341,8 +324,9 @@ def main(argv=None) -> int:
         p.error(f"--run {a.run}: no dsr checkpoint under {os.path.join(a.run, 'ckpt')} for "
                 f"{', '.join(missing)} (checkpoints are not committed: the probe runs in the "
                 f"checkout that ran the comparison)")
-    if not a.table:
-        (_score_sweeps if a.sweep else _score_cells)(a, s, cells, record)
+    if not a.table:  # each cell's data and orbits made once, for its record and its sweep
+        orbits = functools.cache(lambda c: _orbits(s, *c.split("/"), a.orbits))
+        (_score_sweeps if a.sweep else _score_cells)(a, s, cells, record, orbits)
     done = [record[f"{a.run}:{c}"] for c in cells if f"{a.run}:{c}" in record]
     if done:
         print(table(done))

@@ -189,21 +189,10 @@ def main(argv=None) -> int:
                    help="free-run steps per validation score (default 8000)")
     p.add_argument("--out", required=True, metavar="FILE", help="the JSON record (appended)")
     a = p.parse_args(argv)
-    settings = os.path.join(a.run, "settings.json")
-    if not os.path.exists(settings):
-        p.error(f"--run {a.run}: no comparison run there (no settings.json)")
     if a.run_len < 320:  # D_H's shortest series (dsr.metrics.power_spectrum_distance)
         p.error(f"--run-len must be ≥ 320; got {a.run_len}")
-    for c in a.cells:
-        if c.count("/") != 1 or c.split("/")[1] not in ("clean", "noisy"):
-            p.error(f"--cells: SYSTEM/clean or SYSTEM/noisy; got {c!r}")
-    with open(settings) as fh:
-        s = json.load(fh)
-    record = {}
-    if os.path.exists(a.out):
-        with open(a.out) as fh:
-            record = json.load(fh)
-    for c in a.cells:
+    s, cells, record = read_run(p, a.run, a.cells, a.out)
+    for c in cells:
         r = reselect(a.run, s, *c.split("/"), a.run_len)
         record[f"{a.run}:{c}"] = r
         write_json(a.out, record)

@@ -180,6 +180,34 @@ class System:
                     postprocessed=self.post is not None, ic_shrink=self.ic_shrink)
 
 
+def perturbed_trajectories(system: System, u: np.ndarray, n_steps: int,
+                           transient: int) -> tuple[np.ndarray, np.ndarray, float]:
+    """`(raw, x0s, shrink)`: the true system's float64 trajectories `(B, n_steps, D)` from
+    `x0s` = dysts' x0 + shrink × 0.1 (|x0| + 1) × `u` (one row per trajectory), `shrink` the
+    first of `IC_SHRINK` whose solve succeeds (a perturbation that leaves the basin blows the
+    solve up: smaller); an error if none does or the solve is not finite."""
+    scale = 0.1 * (np.abs(system.x0) + 1.0)
+    errors = []
+    for shrink in IC_SHRINK:
+        x0s = system.x0 + shrink * scale * u
+        try:
+            raw = system.trajectories(x0s, n_steps, transient)
+            break
+        except RuntimeError as e:
+            errors.append(f"×{shrink:g}: {e}")
+    else:
+        raise RuntimeError(f"{system.name}: the true system's solve failed from the perturbed "
+                           f"initial conditions (perturbation " + "; ".join(errors) + ")")
+    if not np.all(np.isfinite(raw)):
+        raise RuntimeError(f"{system.name}: the true system's solve is not finite")
+    return raw, x0s, shrink
+
+
+def observed(system: System, raw: np.ndarray) -> np.ndarray:
+    """What is observed of raw states: dysts' post-processed coordinates where it has them."""
+    return raw if system.post is None else system.post[0](raw)
+
+
 def make_data(system: System, n_train: int, n_test: int, transient: int, noise: float,
               seed: int) -> dict:
     """Train (its last fifth is the validation split), test and an independent floor trajectory
@@ -190,23 +218,10 @@ def make_data(system: System, n_train: int, n_test: int, transient: int, noise: 
     Observations are dysts' post-processed coordinates where it has them; `test_raw` is the raw
     state of the test trajectory (the floor's warm-up needs it then)."""
     rng = np.random.default_rng(seed)
-    scale = 0.1 * (np.abs(system.x0) + 1.0)
     u = rng.standard_normal((3, system.dim))
-    errors = []
-    for shrink in IC_SHRINK:  # a perturbation that leaves the basin (the solve blows up): smaller
-        x0s = system.x0 + shrink * scale * u
-        try:
-            raw = system.trajectories(x0s, max(n_train, n_test), transient)
-            break
-        except RuntimeError as e:
-            errors.append(f"×{shrink:g}: {e}")
-    else:
-        raise RuntimeError(f"{system.name}: the true system's solve failed from the perturbed "
-                           f"initial conditions (perturbation " + "; ".join(errors) + ")")
-    system.ic_shrink = shrink
-    if not np.all(np.isfinite(raw)):
-        raise RuntimeError(f"{system.name}: the true system's solve is not finite")
-    obs = raw if system.post is None else system.post[0](raw)
+    raw, x0s, system.ic_shrink = perturbed_trajectories(system, u, max(n_train, n_test),
+                                                        transient)
+    obs = observed(system, raw)
     train, test, floor = obs[0, :n_train], obs[1, :n_test], obs[2, :n_test]
     mean, std = train.mean(0), train.std(0)
     std = np.where(std > 0, std, 1.0)
