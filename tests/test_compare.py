@@ -166,6 +166,20 @@ def test_quick_run_writes_every_method_member_and_measure(tmp_path):
     chosen = [m for m in w["members"] if m["setting"] == w["selected"]]
     assert [[o["D_stsp"] for o in m["orbits"]] for m in chosen] == [
         [o["D_stsp"] for o in m["orbits"]] for m in r["methods"]["shPLRNN"]]
+    # the contexts probe: every member's fit score from 2 validation contexts, each rule's
+    # selection judged on the orbits' sweep record; `fit`'s rule selects as the run did
+    from benchmarks.compare import _probe_contexts
+
+    ctx = tmp_path / "contexts.json"
+    assert _probe_contexts.main(["--run", str(out), "--orbits-record", str(rec), "--contexts",
+                                 "2", "--out", str(ctx)]) == 0
+    c = json.loads(ctx.read_text())[f"{out}:Lorenz/clean"]
+    assert set(c["rules"]) == set(_probe_contexts.RULES) and len(c["scores"]) == 2 * 2
+    assert c["rules"]["fit"]["selected"] == w["selected"]
+    assert c["rules"]["fit"]["median_D_stsp"] == w["setting_medians"][w["selected"]]
+    with pytest.raises(SystemExit):  # a cell without a --sweep record: an error, nothing run
+        _probe_contexts.main(["--run", str(out), "--orbits-record", str(rec), "--cells",
+                              "Thomas/clean", "--out", str(ctx)])
     # a run without its (uncommitted) checkpoints: an error naming --run, nothing trained
     bare = tmp_path / "bare"
     bare.mkdir()
