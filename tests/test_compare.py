@@ -166,6 +166,8 @@ def test_quick_run_writes_every_method_member_and_measure(tmp_path):
     chosen = [m for m in w["members"] if m["setting"] == w["selected"]]
     assert [[o["D_stsp"] for o in m["orbits"]] for m in chosen] == [
         [o["D_stsp"] for o in m["orbits"]] for m in r["methods"]["shPLRNN"]]
+    lines = _probe_orbits.sweep_table([(r, w)]).splitlines()
+    assert len(lines) == 3 and lines[2].startswith("| Lorenz | clean |")
     # the contexts probe: every member's fit score from 2 validation contexts, each rule's
     # selection judged on the orbits' sweep record; `fit`'s rule selects as the run did
     from benchmarks.compare import _probe_contexts

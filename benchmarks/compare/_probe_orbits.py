@@ -15,8 +15,9 @@ same way, floor k scored against test orbit k. Per orbit the comparison's own
 `orbit_measures` (warm-up on the first `WARMUP` points, a free run as long as the rest); per
 member the mean over the orbits of D_stsp (inf if any diverged) and of D_H, and a status
 (`member_status`). `--sweep` also scores every setting of the cells' dsr sweeps on the same
-orbits. Results accumulate in one JSON per `--out`, keyed by run and cell; `--table` prints
-the markdown tables and the bar's counts.
+orbits (and prints, per row, the selected setting and the best one by the orbits). Results
+accumulate in one JSON per `--out`, keyed by run and cell; `--table` prints the markdown
+tables and the bar's counts.
 """
 
 from __future__ import annotations
@@ -256,6 +257,31 @@ def table(cells: list) -> str:
     return "\n".join(lines)
 
 
+def _setting_name(st: dict) -> str:
+    model = st.get("model")
+    cls = "" if model is None else ("clipped, " if model.startswith("clipped") else "plain, ")
+    return cls + ", ".join(f"{k} {v:g}" for k, v in st.items() if k != "model")
+
+
+def sweep_table(pairs: list) -> str:
+    """Markdown: per row (`(cell record, its --sweep record)` pairs) the setting the
+    validation split selected and the best setting by the orbits' test, each as its median
+    against the best other method's, and how many settings are within 2 × of it."""
+    head = ("| system | variant | best other | selected (validation) | × best other | "
+            "best by the test | × best other | settings within 2 × |")
+    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+    for c, w in pairs:
+        r = row(c)
+        ratios = [float(m) / r["other_D_stsp"] for m in w["setting_medians"]]
+        best = int(np.argmin(ratios))
+        name, variant = c["cell"].split("/")
+        lines.append(f"| {name} | {variant} | {r['best_other']} {_g(r['other_D_stsp'])} | "
+                     f"{_setting_name(w['settings'][w['selected']])} | "
+                     f"{ratios[w['selected']]:.3g} × | {_setting_name(w['settings'][best])} | "
+                     f"{ratios[best]:.3g} × | {sum(x <= 2 for x in ratios)}/{len(ratios)} |")
+    return "\n".join(lines)
+
+
 def count_lines(cells: list) -> list[str]:
     out = []
     for label, orbit in (("mean over the orbits", None), ("orbit 0 (the run's test)", 0)):
@@ -331,6 +357,10 @@ def main(argv=None) -> int:
     if done:
         print(table(done))
         print("\n".join(count_lines(done)))
+    pairs = [(record[f"{a.run}:{c}"], record[f"{a.run}:{c}:sweep"]) for c in cells
+             if f"{a.run}:{c}:sweep" in record and f"{a.run}:{c}" in record]
+    if pairs and (a.sweep or a.table):
+        print(sweep_table(pairs))
     return 0
 
 
