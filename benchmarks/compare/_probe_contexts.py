@@ -120,6 +120,18 @@ def table(cells: list) -> str:
     return "\n".join(lines)
 
 
+def summary(cells: list) -> list[str]:
+    """Per rule: rows selected within 2 × and below 1 × the best other method, and the
+    median of the rows' rank correlations."""
+    out = []
+    for k in RULES:
+        ratios = [c["rules"][k]["ratio"] for c in cells]
+        rho = np.nanmedian([c["rules"][k]["spearman"] for c in cells])
+        out.append(f"{k:>9}: within 2 × {sum(x <= 2 for x in ratios)}/{len(cells)}, below the "
+                   f"best other {sum(x < 1 for x in ratios)}/{len(cells)}, median ρ {rho:+.2f}")
+    return out
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.compare._probe_contexts",
                                 description=__doc__.split("\n\n")[0])
@@ -151,7 +163,9 @@ def main(argv=None) -> int:
             record[key] = score_cell(a.run, s, c, orbits[key], orbits[key + ":sweep"],
                                      a.contexts)
             write_json(a.out, record)
-    print(table([record[f"{a.run}:{c}"] for c in cells]))
+    done = [record[f"{a.run}:{c}"] for c in cells]
+    print(table(done))
+    print("\n".join(summary(done)))
     return 0
 
 

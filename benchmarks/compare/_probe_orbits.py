@@ -260,7 +260,8 @@ def table(cells: list) -> str:
 def _setting_name(st: dict) -> str:
     model = st.get("model")
     cls = "" if model is None else ("clipped, " if model.startswith("clipped") else "plain, ")
-    return cls + ", ".join(f"{k} {v:g}" for k, v in st.items() if k != "model")
+    names = {"alpha": "α", "learning_rate": "lr", "noise": "σ"}
+    return cls + ", ".join(f"{names.get(k, k)} {v:g}" for k, v in st.items() if k != "model")
 
 
 def sweep_table(pairs: list) -> str:
@@ -325,7 +326,7 @@ def _score_sweeps(a, s: dict, cells: list, record: dict, orbits) -> None:
             ds = ", ".join(_g(m["D_stsp"]) for m in w["members"] if m["setting"] == g)
             mark = " (selected)" if g == w["selected"] else ""
             print(f"  {g} {st}{mark}: {ds}; median {_g(med)} = "
-                  f"{med / other['other_D_stsp']:.3g} ×", flush=True)
+                  f"{float(med) / other['other_D_stsp']:.3g} ×", flush=True)
 
 
 def main(argv=None) -> int:
