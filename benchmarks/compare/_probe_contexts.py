@@ -82,6 +82,9 @@ def context_scores(run: str, s: dict, name: str, variant: str, n_contexts: int) 
 
 def score_cell(run: str, s: dict, cell: str, orbits_cell: dict, orbits_sweep: dict,
                n_contexts: int) -> dict:
+    """One cell's record: every member's context scores, and per rule its rank correlation
+    with the members' test D_stsp over the orbits (`orbits_sweep`) and the setting it selects,
+    against the best other method on the same orbits (`orbits_cell`)."""
     from ._probe_orbits import row
 
     t0 = time.perf_counter()
