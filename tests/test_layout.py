@@ -33,6 +33,8 @@ PRIVATE_IMPORTS = {
     # fit's own validation score (bins, principal components), applied to the true system
     "benchmarks/compare/_probe_validation.py": {"dsr._training._validation",
                                                 "dsr.metrics._dstsp_bins"},
+    # fit's own validation score (and its status ranking) from other validation contexts
+    "benchmarks/compare/_probe_contexts.py": {"dsr._training._validation"},
     "examples/recording.py": {"dsr._cli._converters", "dsr._orbit_status",
                               "dsr._training._validation", "dsr.metrics._dstsp_bins"},
 }
