@@ -12,10 +12,13 @@ import numpy as np
 from ._cells import read_number
 
 
+#: How the tables name a grid axis.
+SYMBOLS = dict(alpha="α", learning_rate="lr", noise="σ")
+
+
 def setting_label(g: dict) -> str:
     """A grid setting as the tables write it: `α = 0.3, lr = 0.005, σ = 0.05`."""
-    names = dict(alpha="α", learning_rate="lr", noise="σ")
-    return ", ".join(f"{names.get(k, k)} = {v:g}"
+    return ", ".join(f"{SYMBOLS.get(k, k)} = {v:g}"
                      if isinstance(v, (int, float)) else f"{k} = {v}" for k, v in g.items())
 
 

@@ -64,7 +64,7 @@ def context_scores(run: str, s: dict, name: str, variant: str, n_contexts: int) 
     from ._dsr_method import SETTINGS, as_member, status_steps
     from ._probe_reselect import _free_run, finished_cell
 
-    data, fit_data, table = finished_cell(run, s, name, variant)
+    _, fit_data, table = finished_cell(run, s, name, variant)
     val = np.asarray(fit_data["val"])
     _, v = make_validation(val, "best", None, [np.asarray(fit_data["train"])], val.shape[1],
                            val.dtype, SETTINGS["seq_len"], s["steps"],

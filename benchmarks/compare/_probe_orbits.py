@@ -260,8 +260,9 @@ def table(cells: list) -> str:
 def _setting_name(st: dict) -> str:
     model = st.get("model")
     cls = "" if model is None else ("clipped, " if model.startswith("clipped") else "plain, ")
-    names = {"alpha": "α", "learning_rate": "lr", "noise": "σ"}
-    return cls + ", ".join(f"{names.get(k, k)} {v:g}" for k, v in st.items() if k != "model")
+    from ._evidence import SYMBOLS
+
+    return cls + ", ".join(f"{SYMBOLS.get(k, k)} {v:g}" for k, v in st.items() if k != "model")
 
 
 def sweep_table(pairs: list) -> str:
