@@ -35,6 +35,7 @@ from collections import Counter
 import numpy as np
 
 from .._json import write_json
+from ._evidence import SYMBOLS
 from ._probe_reselect import read_run
 
 ORBIT_SEED = 1
@@ -260,8 +261,6 @@ def table(cells: list) -> str:
 def _setting_name(st: dict) -> str:
     model = st.get("model")
     cls = "" if model is None else ("clipped, " if model.startswith("clipped") else "plain, ")
-    from ._evidence import SYMBOLS
-
     return cls + ", ".join(f"{SYMBOLS.get(k, k)} {v:g}" for k, v in st.items() if k != "model")
 
 
