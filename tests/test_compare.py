@@ -520,3 +520,93 @@ def test_orbits_probe_status_and_counts_follow_their_definition():
         member(1.0, 1.0, status="off"), member(1.0, 1.0)]))])
     assert (k["rows"], k["best_D_stsp"], k["within_2x"], k["median_not_ok"]) == (2, 1, 2, 1)
     assert k["members_ok"] == 3 and k["members"] == 4
+
+
+def test_runs_probe_counts_a_copied_cell_once_and_applies_the_bar(tmp_path, capsys):
+    """`_probe_runs`: the bar per row (ratio ≤ 2, median member ok), a dsr cell copied into a
+    later run counted once, the product of the rows' pass shares."""
+    from benchmarks.compare import _probe_runs
+
+    def run(name, dsr_rows):
+        cells = []
+        for (system, d_stsp, statuses) in dsr_rows:
+            cells.append(dict(system=system, variant="clean", method="shPLRNN", members=[
+                dict(D_stsp=x, D_H=0.1, status=s) for x, s in zip(d_stsp, statuses)]))
+            cells.append(dict(system=system, variant="clean", method="SINDy",
+                              members=[dict(D_stsp=1.0, D_H=0.2, status="ok")]))
+        settings = dict(systems=["A", "B"], variants=["clean"], methods=["shPLRNN", "SINDy"])
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "compare.json").write_text(json.dumps(dict(settings=settings, cells=cells)))
+        return str(folder)
+
+    ok3 = ["ok"] * 3
+    a = run("a", [("A", [1.0, 1.5, 3.0], ok3), ("B", [2.5, 3.0, 0.1], ok3)])
+    b = run("b", [("A", [1.0, 1.5, 3.0], ok3),                         # A copied from a
+                  ("B", [0.5, 1.0, 9.0], ["ok", "off", "collapsed"])])  # median member off
+    c = run("c", [("A", [2.0, 2.5, 3.0], ok3), ("B", [1.9, 2.0, 2.1], ok3)])
+    out = tmp_path / "rec.json"
+    assert _probe_runs.main(["--runs", a, b, c, "--out", str(out)]) == 0
+    rates = json.loads(out.read_text())["rates"]
+    assert (rates["A clean"]["n"], rates["A clean"]["passed"]) == (2, 1)  # 1.5 ✓, 2.5 ✗
+    assert (rates["B clean"]["n"], rates["B clean"]["passed"]) == (3, 1)  # 2.5 ✗, off ✗, 2.0 ✓
+    assert json.loads(out.read_text())["product"] == pytest.approx(1 / 2 * 1 / 3)
+    assert "| B clean | 2.5 (a) ✗, 1 (b) ✗, 2 (c) | 1 of 3 |" in capsys.readouterr().out
+    with pytest.raises(SystemExit, match="--runs"):
+        _probe_runs.main(["--runs", str(tmp_path), "--out", str(out)])
+
+    # on several orbits: SINDy (0.5) below the true system (1.5); dsr (2.0) is 4 x SINDy's,
+    # 1.33 x the floor's; a run the record does not have is left out
+    def summary(d):
+        return dict(D_stsp=d, D_H=0.1, status="ok")
+
+    record = {f"{a}:A/clean": dict(cell="A/clean", floor=summary(1.5), methods=dict(
+        shPLRNN=[summary(2.0)] * 3, SINDy=[summary(0.5)], VAR1=[summary(9.0)]))}
+    (tmp_path / "orbits.json").write_text(json.dumps(record))
+    assert _probe_runs.main(["--runs", a, b, "--orbits-record", str(tmp_path / "orbits.json"),
+                             "--out", str(out)]) == 0
+    (o,) = json.loads(out.read_text())["orbits"]
+    assert o["ratio"] == 4.0 and not o["ok"] and o["ratio_floor"] == 2.0 / 1.5 and o["ok_floor"]
+    assert "| a | 1 | 0 | 1 | A/clean (4; 1.33) |" in capsys.readouterr().out
+
+
+def test_denoise_probe_scores_against_the_clean_series_and_the_oracle_bounds_it(tmp_path):
+    """`_probe_denoise` on one short noisy row: `dsr.denoise` leaves less than the noise, and
+    the best Savitzky–Golay fit by the clean truth (a family holding `denoise`'s own) no more
+    than `denoise` does; a folder without a run, or a system not in it, stops with the flag."""
+    from benchmarks.compare import _probe_denoise
+
+    run = tmp_path / "run"
+    run.mkdir()
+    settings = dict(systems=["Lorenz"], pts_per_period=100, n_train=2000, n_test=500,
+                    transient=500, seed=0)
+    (run / "compare.json").write_text(json.dumps(dict(settings=settings)))
+    out = tmp_path / "rec.json"
+    assert _probe_denoise.main(["--run", str(run), "--out", str(out)]) == 0
+    (r,) = json.loads(out.read_text())["rows"]
+    assert all(w > 0 for w in r["window"])
+    for noise, left, best in zip(r["noise_rms"], r["denoise_rms"], r["oracle"]):
+        assert 0.04 < noise < 0.06 and left < 0.75 * noise and best["rms"] <= left * (1 + 1e-9)
+    with pytest.raises(SystemExit, match="--systems Thomas"):
+        _probe_denoise.main(["--run", str(run), "--systems", "Thomas", "--out", str(out)])
+    with pytest.raises(SystemExit, match="--run"):
+        _probe_denoise.main(["--run", str(tmp_path), "--out", str(out)])
+
+
+def test_dsr_hidden_is_recorded_and_sets_the_members_L(tmp_path, capsys):
+    """`--dsr-hidden L`: the shPLRNN classes' hidden units (recorded as `dsr_hidden` and in
+    `dsr`); runs without the key (every recorded one) keep `SETTINGS["hidden"]`."""
+    from benchmarks.compare._dsr_method import SETTINGS, member_factory
+
+    key = jax.random.key(0)
+    assert member_factory("shPLRNN", 3, {})(key).hidden_dim == SETTINGS["hidden"]
+    assert member_factory("clipped_shPLRNN", 3, {"dsr_hidden": 8})(key).hidden_dim == 8
+    assert member_factory("shPLRNN", 3, {"dsr_hidden": 8})(key, hidden_dim=4).hidden_dim == 4
+    out = tmp_path / "o"
+    out.mkdir()
+    (out / "settings.json").write_text((ROOT / "docs/compare/rerun/settings.json").read_text())
+    with pytest.raises(SystemExit, match=r"other settings \(\['dsr', 'dsr_hidden'\]\)"):
+        cli.main(["--systems", "Lorenz", "--dsr-hidden", "512", "--out", str(out)])
+    with pytest.raises(SystemExit):
+        cli.main(["--dsr-hidden", "0", "--out", str(tmp_path / "q")])
+    assert "--dsr-hidden must be ≥ 1" in capsys.readouterr().err

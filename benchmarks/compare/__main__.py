@@ -1,6 +1,6 @@
 """`python -m benchmarks.compare [--quick] [--systems NAME ... | --extra] [--methods ...]
 [--members K] [--runs R] [--steps N] [--dsr-grid NAME] [--dsr-denoise | --denoise-all]
-[--dsr-status-factor F] --out DIR`: dsr (a validation-scored
+[--dsr-status-factor F] [--dsr-hidden L] --out DIR`: dsr (a validation-scored
 sweep of shPLRNN ensembles by GTF, per cell) against SINDy, an echo-state network and VAR(1)
 on dysts systems and Lorenz-96, clean and with 5 % observation noise; every member of every
 method in `DIR/compare.json`, a table (`DIR/table.md`, printed) and one figure per variant
@@ -65,6 +65,9 @@ def parse(argv):
                    help="dsr's validation free runs judge their status over F x the "
                         "validation length (dsr.fit's status_steps; default 1, as every "
                         "recorded run; dsr.fit's own default is 4)")
+    p.add_argument("--dsr-hidden", type=int, metavar="L",
+                   help="dsr's hidden units L of the shPLRNN classes (default 256, as every "
+                        "recorded run; the AL-RNN keeps its own sizes)")
     p.add_argument("--numpy-rhs", action="store_true",
                    help="for every dysts system use dysts' own NumPy right-hand side (scipy "
                         "solve_ivp for the data, RK4 through a host callback for the floor), "
@@ -84,7 +87,13 @@ def parse(argv):
                    help="with --docs: the page's section to fill, between <!-- NAME:begin --> "
                         "and <!-- NAME:end --> (default: compare)")
     a = p.parse_args(argv)
-    for opt in ("members", "runs", "steps", "dsr_status_factor"):
+    _check(p, a)
+    return a
+
+
+def _check(p, a) -> None:
+    """`parse`'s checks across options: each a usage error naming the flags."""
+    for opt in ("members", "runs", "steps", "dsr_status_factor", "dsr_hidden"):
         v = getattr(a, opt)
         if v is not None and v < 1:
             p.error(f"--{opt.replace('_', '-')} must be ≥ 1; got {v}")
@@ -106,7 +115,6 @@ def parse(argv):
         p.error("--dsr-denoise and --denoise-all: give one of them (--denoise-all includes dsr)")
     if a.extra and a.systems:
         p.error("--extra and --systems: give one of them")
-    return a
 
 
 def main(argv=None) -> int:
@@ -143,6 +151,8 @@ def main(argv=None) -> int:
 
     axes, base = grid_of(s)
     s["dsr"] = dict(SETTINGS, grid=axes, unless_in_grid=base)  # recorded, and checked
+    if a.dsr_hidden is not None:  # recorded only when set: earlier runs stay valid
+        s["dsr_hidden"] = s["dsr"]["hidden"] = a.dsr_hidden
     if a.report_only and not os.path.exists(os.path.join(a.out, "settings.json")):
         raise SystemExit(f"error: --out {a.out}: no run there (no settings.json)")
     if a.docs:

@@ -107,13 +107,19 @@ def denoised(data) -> tuple[dict, dict]:
     return out, rec
 
 
+def member_factory(model: str, N: int, settings: dict):
+    """One member of `model` from a key and the grid's size keys, with `--dsr-hidden`'s L
+    (`settings["dsr_hidden"]`) where the run set it, `SETTINGS["hidden"]` otherwise."""
+    hidden = settings.get("dsr_hidden", SETTINGS["hidden"])
+    return lambda key, **size: MODELS[model](N, key, **{"hidden_dim": hidden, **size})
+
+
 def _train(data, settings: dict, model: str, axes: dict, base: dict, checkpoint: str,
            seed: int):
     """One sweep program of `model` over `axes`, trained by `dsr.fit` (resumed from
     `checkpoint` if it exists): `(FitResult, wall s of all sessions, wall s of earlier
     sessions, resumed)`."""
-    N = data["train"].shape[1]
-    sw = dsr.sweep(lambda key, **size: MODELS[model](N, key, **size), dsr.Grid(**axes),
+    sw = dsr.sweep(member_factory(model, data["train"].shape[1], settings), dsr.Grid(**axes),
                    runs=settings["runs"], key=jax.random.key(seed))
     t0 = time.perf_counter()
     resume = checkpoint if os.path.exists(checkpoint) else None

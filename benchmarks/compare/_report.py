@@ -127,6 +127,24 @@ def members_table(cells: list[dict], s: dict) -> list[str]:
 BAD = ("diverged", "collapsed", "off")
 
 
+def bar_row(by: dict, n: str, v: str, d: str, methods: list) -> dict:
+    """Issue 30's bar on one row for dsr method `d`: the medians of D_stsp and D_H of every
+    method, `d`'s median D_stsp over the best other method's (`ratio`), its members' statuses
+    and `ok` (ratio ≤ 2 and fewer than half the members diverged, collapsed or off)."""
+    others = [m for m in methods if m != d]
+    meds = {meas: {m: median_mad(values(by[(n, v, m)], meas))["median"] for m in methods}
+            for meas in ("D_stsp", "D_H")}
+    best = {meas: all(not ms[d] > ms[m] for m in others if not math.isnan(ms[m]))
+            for meas, ms in meds.items()}
+    med = meds["D_stsp"]
+    top = min((med[m] for m in others if not math.isnan(med[m])), default=math.nan)
+    ratio = med[d] / top if top > 0 else math.inf if not math.isnan(top) else 0.0
+    st = [x.get("status") for x in by[(n, v, d)]["members"]]
+    bad = 2 * sum(x in BAD or x is None for x in st) >= len(st)
+    return dict(ratio=ratio, best=best, statuses=st, median_not_ok=bad,
+                ok=bool(ratio <= 2 and not bad))
+
+
 def bar_table(cells: list[dict], s: dict) -> list[str]:
     """Issue 30's bar, per dsr method: on how many rows (every method finished) it has the
     best median D_stsp and D_H, its median D_stsp over the best other method's (≤ 2 on every
@@ -138,23 +156,16 @@ def bar_table(cells: list[dict], s: dict) -> list[str]:
             if all((n, v, m) in by for m in methods)]
     md = []
     for d in (m for m in methods if m in DSR):
-        others = [m for m in methods if m != d]
         best = {"D_stsp": 0, "D_H": 0}
         worst, bad = (0.0, None), []
         for n, v in rows:
-            meds = {meas: {m: median_mad(values(by[(n, v, m)], meas))["median"]
-                           for m in methods} for meas in best}
-            for meas, ms in meds.items():
-                if all(not ms[d] > ms[m] for m in others if not math.isnan(ms[m])):
-                    best[meas] += 1
-            med = meds["D_stsp"]
-            top = min((med[m] for m in others if not math.isnan(med[m])), default=math.nan)
-            ratio = med[d] / top if top > 0 else math.inf if not math.isnan(top) else 0.0
-            if not ratio <= worst[0]:
-                worst = (ratio, f"{n} {v}")
-            st = [x.get("status") for x in by[(n, v, d)]["members"]]
-            if 2 * sum(x in BAD or x is None for x in st) >= len(st):
-                bad.append(f"{n} {v} ({', '.join(str(x) for x in st)})")
+            r = bar_row(by, n, v, d, methods)
+            for meas in best:
+                best[meas] += r["best"][meas]
+            if not r["ratio"] <= worst[0]:
+                worst = (r["ratio"], f"{n} {v}")
+            if r["median_not_ok"]:
+                bad.append(f"{n} {v} ({', '.join(str(x) for x in r['statuses'])})")
         if not md:
             md = ["\n**Issue 30's bar** (rows with every method finished: best median D_stsp "
                   "and D_H on at least half; median D_stsp within 2 × the best other "
