@@ -35,10 +35,11 @@ def oracle(noisy: np.ndarray, clean: np.ndarray) -> list[dict]:
     """Per channel the Savitzky–Golay fit (order, window) closest to `clean`, and its RMS."""
     from scipy.signal import savgol_filter
 
-    best = [dict(rms=np.inf) for _ in range(noisy.shape[1])]
+    x = np.asarray(noisy, np.float64)
+    best = [dict(rms=np.inf) for _ in range(x.shape[1])]
     for order in ORDERS:
         for w in range(order + 1 + order % 2, MAX_WINDOW + 1, 2):  # odd, > order
-            e = _rms(savgol_filter(np.asarray(noisy, np.float64), w, order, axis=0), clean)
+            e = _rms(savgol_filter(x, w, order, axis=0), clean)
             for j, ej in enumerate(e):
                 if ej < best[j]["rms"]:
                     best[j] = dict(rms=float(ej), order=order, window=w)
